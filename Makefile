@@ -1,0 +1,94 @@
+# Gatehouse. `make help` lists the targets.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+BIN        := $(CURDIR)/.bin
+GOLANGCI   := $(BIN)/golangci-lint
+TEMPL      := $(BIN)/templ
+BENCHSTAT  := $(BIN)/benchstat
+GOLANGCI_VERSION := v2.15.0
+TEMPL_VERSION    := v0.3.1100
+ARTIFACTS  ?= $(CURDIR)/.artifacts
+export GOFLAGS := -buildvcs=false
+
+PKGS := ./...
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z][a-zA-Z_-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(GOLANGCI):
+	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
+
+$(TEMPL):
+	GOBIN=$(BIN) go install github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION)
+
+$(BENCHSTAT):
+	GOBIN=$(BIN) go install golang.org/x/perf/cmd/benchstat@latest
+
+.PHONY: tools
+tools: $(GOLANGCI) $(TEMPL) ## install the pinned linter and templ into .bin/
+
+.PHONY: run
+run: ## console with demo traffic on http://127.0.0.1:8080 (project-local PostgreSQL unless DATABASE_URL is set)
+	go build -o $(BIN)/console ./cmd/console
+	DATABASE_URL="$$(scripts/pg.sh run)" AUTH_MODE=dev exec $(BIN)/console serve --demo
+
+.PHONY: generate
+generate: $(TEMPL) ## regenerate templ output (commit the result)
+	$(TEMPL) generate -path web/templates
+
+.PHONY: verify
+verify: $(TEMPL) ## fail when generated files or go.mod are stale, or code is not gofmt-clean
+	$(TEMPL) generate -path web/templates
+	@git diff --exit-code -- web/templates || { echo "templ generate changed files: run 'make generate' and commit"; exit 1; }
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$'))" || { gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$'); echo "gofmt: files above need formatting"; exit 1; }
+	go mod tidy -diff
+
+.PHONY: lint
+lint: $(GOLANGCI) ## go vet and golangci-lint
+	go vet $(PKGS)
+	$(GOLANGCI) run $(PKGS)
+
+.PHONY: unit
+unit: ## unit and service tests with -race against PostgreSQL
+	DATABASE_URL="$$(scripts/pg.sh test)" go test -race -count=1 $$(go list ./... | grep -v /e2e)
+
+.PHONY: e2e
+e2e: ## end-to-end tests: the real binary, PostgreSQL, headless Chromium
+	mkdir -p $(ARTIFACTS)
+	CHROMIUM="$$(scripts/chromium.sh)" DATABASE_URL="$$(scripts/pg.sh test)" ARTIFACTS="$(ARTIFACTS)" \
+		go test -count=1 -timeout 20m ./e2e/...
+
+.PHONY: fuzz
+fuzz: ## run each fuzz target for FUZZTIME (default 10s)
+	@for t in $$(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' engine rules | sed 's/func //'); do \
+		pkg=$$(grep -rlE "^func $$t\b" --include='*_test.go' engine rules | xargs dirname); \
+		echo "fuzz $$pkg $$t"; go test ./$$pkg -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-10s}; \
+	done
+
+.PHONY: test
+test: verify lint unit e2e ## everything CI runs: generated files, lint, unit/service tests, e2e
+
+.PHONY: bench
+bench: $(BENCHSTAT) ## benchmarks (engine, service, console) into .artifacts/bench.txt
+	mkdir -p $(ARTIFACTS)
+	DATABASE_URL="$$(scripts/pg.sh test)" go test -run '^$$' -bench . -benchmem -count 6 ./engine/... ./service/... ./handlers/... | tee $(ARTIFACTS)/bench.txt
+	$(BENCHSTAT) $(ARTIFACTS)/bench.txt
+
+.PHONY: bench-opa
+bench-opa: ## Gatehouse's evaluator against OPA (Rego) on the same corpus, in one run
+	cd bench && go test -run . -bench . -benchmem -count 6 . | tee $(ARTIFACTS)/bench-opa.txt
+
+.PHONY: loadtest
+loadtest: ## bounded loopback load test: agents proposing, approvers resolving
+	DATABASE_URL="$$(scripts/pg.sh test)" go test -count=1 -run TestLoad -v -timeout 10m ./e2e/... -args -load
+
+.PHONY: pg-stop
+pg-stop: ## stop the project-local PostgreSQL
+	scripts/pg.sh stop
+
+.PHONY: clean
+clean: ## remove build output and artifacts (keeps .data/)
+	rm -rf $(BIN) $(ARTIFACTS)

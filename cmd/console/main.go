@@ -1,0 +1,69 @@
+// Command console is Gatehouse's one binary: the console and JSON API
+// server, migrations, the policy tools, the approval CLI, principals and the
+// demo agent.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `usage: console <command> [arguments]
+
+commands:
+  serve                 console + API + metrics + reaper (migrates first)
+  migrate up|status     database migrations
+  policy version|check|eval
+                        the loaded policy; eval dry-runs the gate on stdin
+  approval list|show ID|resolve ID approve_once|deny [--reason R]
+  principal hash-password|new-token
+  demo                  a demo agent that submits runs and proposes actions
+`
+
+// errUsage marks an error whose remedy is reading the usage text.
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "console:", err)
+		if errors.Is(err, errUsage) {
+			fmt.Fprint(os.Stderr, usage)
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: no command", errUsage)
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return runServe(ctx, rest, stdout, stderr)
+	case "migrate":
+		return runMigrate(ctx, rest, stdout)
+	case "policy":
+		return runPolicy(ctx, rest, stdin, stdout)
+	case "approval":
+		return runApproval(ctx, rest, stdout)
+	case "principal":
+		return runPrincipal(ctx, rest, stdin, stdout)
+	case "demo":
+		return runDemo(ctx, rest, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+	}
+}
