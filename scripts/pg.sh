@@ -72,12 +72,12 @@ start_local() {
 	local bin
 	bin=$(pgbin)
 	mkdir -p "$root/.data/pg-run"
-	chmod 700 "$root/.data" 2>/dev/null || true
+	# The cluster's owner must be able to traverse into .data, not list it.
+	chmod 711 "$root/.data" 2>/dev/null || true
+	chmod o+x "$root" 2>/dev/null || true
 	if [ ! -f "$data/PG_VERSION" ]; then
 		log "initdb into $data"
 		mkdir -p "$data"
-		# The owner must be able to reach the data folder through the project.
-		chmod o+x "$root" "$root/.data" 2>/dev/null || true
 		as_owner "$bin/initdb" -D "$data" -U postgres --auth=trust --encoding=UTF8 --no-sync >/dev/null
 	fi
 	if ! answers 127.0.0.1 "$port"; then
