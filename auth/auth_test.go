@@ -1,0 +1,147 @@
+package auth
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestHashPasswordVerifies(t *testing.T) {
+	t.Parallel()
+	h, err := HashPassword("correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(h, "$argon2id$v=19$m=65536,t=3,p=2$") {
+		t.Fatalf("hash %q lacks the PHC prefix", h)
+	}
+	p, err := parsePHC(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.verify("correct horse") || p.verify("correct horsf") {
+		t.Fatal("verify accepted the wrong password or refused the right one")
+	}
+}
+
+func TestNewTokenDigest(t *testing.T) {
+	t.Parallel()
+	tok, sum, err := NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if HashToken(tok) != sum || len(sum) != 64 {
+		t.Fatalf("digest %q does not match token", sum)
+	}
+}
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "principals.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadAuthenticates(t *testing.T) {
+	t.Parallel()
+	pw, err := HashPassword("s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokA, sumA, _ := NewToken()
+	tokB, sumB, _ := NewToken()
+	path := writeFile(t, `principals:
+  - id: alice
+    tenant_id: acme
+    scopes: [approval.read, run.read]
+    password_argon2id: "`+pw+`"
+    tokens:
+      - {name: laptop, sha256: "`+sumA+`"}
+  - id: carol
+    tenant_id: globex
+    tokens:
+      - {name: ci, sha256: "`+sumB+`"}
+`)
+	d, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := d.ByToken(tokA); !ok || p.ID != "alice" || p.TenantID != "acme" {
+		t.Fatalf("ByToken(alice) = %+v, %v", p, ok)
+	}
+	if p, ok := d.ByToken(tokB); !ok || p.ID != "carol" {
+		t.Fatalf("ByToken(carol) = %+v, %v", p, ok)
+	}
+	if _, ok := d.ByToken(tokA + "x"); ok {
+		t.Fatal("a wrong token authenticated")
+	}
+	if _, ok := d.ByToken(""); ok {
+		t.Fatal("the empty token authenticated")
+	}
+	if _, ok := d.Principal("globex", "alice"); ok {
+		t.Fatal("alice found in another tenant")
+	}
+	if _, ok := d.Principal("acme", "alice"); !ok {
+		t.Fatal("alice not found in her tenant")
+	}
+	if _, ok := d.Login("alice", "s3cret"); !ok {
+		t.Fatal("right password refused")
+	}
+	for _, c := range [][2]string{{"alice", "wrong"}, {"carol", "s3cret"}, {"nobody", "s3cret"}} {
+		if _, ok := d.Login(c[0], c[1]); ok {
+			t.Fatalf("Login(%q) succeeded", c[0])
+		}
+	}
+	p, _ := d.ByID("alice")
+	p.Scopes[0] = "mutated"
+	if again, _ := d.ByID("alice"); again.Scopes[0] != "approval.read" {
+		t.Fatal("ByID returned shared slices")
+	}
+}
+
+func TestLoadRefusesInvalid(t *testing.T) {
+	t.Parallel()
+	_, sum, _ := NewToken()
+	cases := map[string]struct{ body, want string }{
+		"unknown key":   {"principals:\n  - id: a\n    tenant_id: t\n    scope: [run.read]\n", "line 4"},
+		"duplicate id":  {"principals:\n  - id: a\n    tenant_id: t\n  - id: a\n    tenant_id: u\n", "line 4: principal \"a\": duplicate id"},
+		"unknown scope": {"principals:\n  - id: a\n    tenant_id: t\n    scopes: [run.everything]\n", "not in the vocabulary"},
+		"mcp scope":     {"principals:\n  - id: a\n    tenant_id: t\n    scopes: [mcp.files.use]\n", "not in the vocabulary"},
+		"no tenant":     {"principals:\n  - id: a\n", "tenant_id is required"},
+		"bad digest":    {"principals:\n  - id: a\n    tenant_id: t\n    tokens: [{name: x, sha256: abc}]\n", "64 hex digits"},
+		"reused token":  {"principals:\n  - id: a\n    tenant_id: t\n    tokens: [{name: x, sha256: " + sum + "}]\n  - id: b\n    tenant_id: t\n    tokens: [{name: y, sha256: " + sum + "}]\n", "already listed"},
+		"bad password":  {"principals:\n  - id: a\n    tenant_id: t\n    password_argon2id: plain\n", "password_argon2id"},
+		"huge memory":   {"principals:\n  - id: a\n    tenant_id: t\n    password_argon2id: \"$argon2id$v=19$m=99999999,t=3,p=2$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA\"\n", "out of range"},
+		"empty":         {"", "empty file"},
+		"two documents": {"principals:\n  - id: a\n    tenant_id: t\n---\nprincipals: []\n", "more than one"},
+		"no principals": {"principals: []\n", "no principals"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load(writeFile(t, c.body))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestDevHoldsTheVocabulary(t *testing.T) {
+	t.Parallel()
+	p, ok := Dev().Principal("dev", DevPrincipalID)
+	if !ok {
+		t.Fatal("dev principal missing")
+	}
+	if len(p.Scopes) != 43 {
+		t.Fatalf("dev holds %d scopes, want 43", len(p.Scopes))
+	}
+	for _, s := range p.Scopes {
+		if strings.HasPrefix(s, "mcp.") {
+			t.Fatalf("dev holds %q", s)
+		}
+	}
+}

@@ -1,0 +1,286 @@
+// Package auth holds the principals Gatehouse knows: bearer tokens for
+// agents (only SHA-256 digests are stored) and argon2id password hashes for
+// the console, read from principals.yaml at start.
+package auth
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"gopkg.in/yaml.v3"
+
+	"gatehouse/engine"
+)
+
+// Directory is an immutable set of principals. It is safe for concurrent
+// use; accessors return copies.
+type Directory struct {
+	byID   map[string]engine.Principal
+	pw     map[string]phc // principal id -> password hash; absent: no console login
+	tokens []tokenEntry
+}
+
+type tokenEntry struct {
+	sum         [sha256.Size]byte
+	principalID string
+}
+
+// dummyPHC is verified when a login names an unknown principal or one without
+// a password, so such attempts cost the same argon2 work as a wrong password.
+var dummyPHC = phc{
+	memory:  argonMemoryKiB,
+	time:    argonTime,
+	threads: argonThreads,
+	salt:    make([]byte, argonSaltLen),
+	key:     make([]byte, argonKeyLen),
+}
+
+// File layout of principals.yaml.
+type fileDoc struct {
+	Principals []filePrincipal `yaml:"principals"`
+}
+
+type filePrincipal struct {
+	ID          string      `yaml:"id"`
+	TenantID    string      `yaml:"tenant_id"`
+	DisplayName string      `yaml:"display_name"`
+	Roles       []string    `yaml:"roles"`
+	Scopes      []string    `yaml:"scopes"`
+	Password    string      `yaml:"password_argon2id"`
+	Tokens      []fileToken `yaml:"tokens"`
+}
+
+type fileToken struct {
+	Name   string `yaml:"name"`
+	SHA256 string `yaml:"sha256"`
+}
+
+// Load reads and validates a principals file: strict YAML (unknown keys are
+// errors), unique principal ids, scopes from the vocabulary, well-formed
+// password hashes and token digests, no token digest used twice. Errors
+// name the file and line.
+func Load(path string) (*Directory, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("auth: reading principals: %w", err)
+	}
+	d, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("auth: %s: %w", path, err)
+	}
+	return d, nil
+}
+
+// Parse validates principals.yaml content; see Load.
+func Parse(data []byte) (*Directory, error) {
+	var doc fileDoc
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("empty file: expected a principals: list")
+		}
+		return nil, err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, errors.New("more than one YAML document")
+	}
+	// A second, untyped pass only to learn each entry's line for messages.
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, err
+	}
+	lines := principalLines(&root)
+	line := func(i int) int {
+		if i < len(lines) {
+			return lines[i]
+		}
+		return 0
+	}
+
+	vocab := engine.ScopeVocabulary()
+	d := &Directory{byID: map[string]engine.Principal{}, pw: map[string]phc{}}
+	seenToken := map[[sha256.Size]byte]string{}
+	for i, fp := range doc.Principals {
+		if err := d.add(fp, vocab, seenToken); err != nil {
+			return nil, fmt.Errorf("line %d: principal %q: %w", line(i), fp.ID, err)
+		}
+	}
+	if len(d.byID) == 0 {
+		return nil, errors.New("no principals")
+	}
+	return d, nil
+}
+
+func (d *Directory) add(fp filePrincipal, vocab []string, seenToken map[[sha256.Size]byte]string) error {
+	switch {
+	case fp.ID == "":
+		return errors.New("id is required")
+	case fp.TenantID == "":
+		return errors.New("tenant_id is required")
+	}
+	if _, dup := d.byID[fp.ID]; dup {
+		return errors.New("duplicate id (ids are unique across tenants)")
+	}
+	for _, s := range fp.Scopes {
+		if !slices.Contains(vocab, s) {
+			return fmt.Errorf("scope %q is not in the vocabulary", s)
+		}
+	}
+	if fp.Password != "" {
+		p, err := parsePHC(fp.Password)
+		if err != nil {
+			return fmt.Errorf("password_argon2id: %w", err)
+		}
+		d.pw[fp.ID] = p
+	}
+	for _, t := range fp.Tokens {
+		raw, err := hex.DecodeString(t.SHA256)
+		if err != nil || len(raw) != sha256.Size {
+			return fmt.Errorf("token %q: sha256 must be 64 hex digits", t.Name)
+		}
+		sum := [sha256.Size]byte(raw)
+		if other, dup := seenToken[sum]; dup {
+			return fmt.Errorf("token %q: the same token is already listed for %q", t.Name, other)
+		}
+		seenToken[sum] = fp.ID
+		d.tokens = append(d.tokens, tokenEntry{sum: sum, principalID: fp.ID})
+	}
+	d.byID[fp.ID] = engine.Principal{
+		ID:          fp.ID,
+		TenantID:    fp.TenantID,
+		DisplayName: fp.DisplayName,
+		Roles:       slices.Clone(fp.Roles),
+		Scopes:      slices.Clone(fp.Scopes),
+	}
+	return nil
+}
+
+// principalLines returns the line of each item of the top-level principals
+// sequence, in order.
+func principalLines(root *yaml.Node) []int {
+	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
+		return nil
+	}
+	m := root.Content[0]
+	if m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value != "principals" || m.Content[i+1].Kind != yaml.SequenceNode {
+			continue
+		}
+		var lines []int
+		for _, item := range m.Content[i+1].Content {
+			lines = append(lines, item.Line)
+		}
+		return lines
+	}
+	return nil
+}
+
+// DevPrincipalID is the one principal of AUTH_MODE=dev, in tenant "dev".
+const DevPrincipalID = "dev"
+
+// Dev returns the AUTH_MODE=dev directory: principal dev in tenant dev with
+// every scope of the vocabulary and no mcp.* scope (those exist only once a
+// server is configured). It has no password and no token; the console logs
+// it in automatically and `serve --demo` mints a token with WithToken.
+func Dev() *Directory {
+	return &Directory{
+		byID: map[string]engine.Principal{DevPrincipalID: {
+			ID:          DevPrincipalID,
+			TenantID:    "dev",
+			DisplayName: "Developer",
+			Scopes:      engine.ScopeVocabulary(),
+		}},
+		pw: map[string]phc{},
+	}
+}
+
+// WithToken returns a copy of d in which the token's digest also
+// authenticates principalID. It is for tokens minted in memory at start
+// (`serve --demo`); the file remains the source of every other token.
+func (d *Directory) WithToken(principalID, token string) (*Directory, error) {
+	if _, ok := d.byID[principalID]; !ok {
+		return nil, fmt.Errorf("auth: unknown principal %q", principalID)
+	}
+	cp := &Directory{byID: d.byID, pw: d.pw, tokens: slices.Clone(d.tokens)}
+	cp.tokens = append(cp.tokens, tokenEntry{sum: sha256.Sum256([]byte(token)), principalID: principalID})
+	return cp, nil
+}
+
+// ByToken authenticates a bearer token. Its digest is compared in constant
+// time against every stored digest, with no early exit, so timing does not
+// tell which (or whether any) entry matched.
+func (d *Directory) ByToken(token string) (engine.Principal, bool) {
+	sum := sha256.Sum256([]byte(token))
+	match := -1
+	for i := range d.tokens {
+		eq := subtle.ConstantTimeCompare(sum[:], d.tokens[i].sum[:])
+		match = subtle.ConstantTimeSelect(eq, i, match)
+	}
+	if match < 0 || token == "" {
+		return engine.Principal{}, false
+	}
+	return d.ByID(d.tokens[match].principalID)
+}
+
+// ByID returns a principal by id.
+func (d *Directory) ByID(id string) (engine.Principal, bool) {
+	p, ok := d.byID[id]
+	if !ok {
+		return engine.Principal{}, false
+	}
+	p.Roles = slices.Clone(p.Roles)
+	p.Scopes = slices.Clone(p.Scopes)
+	return p, true
+}
+
+// Principal returns the principal id of tenantID (service.PrincipalDirectory);
+// a principal of another tenant is not found.
+func (d *Directory) Principal(tenantID, id string) (engine.Principal, bool) {
+	p, ok := d.ByID(id)
+	if !ok || p.TenantID != tenantID {
+		return engine.Principal{}, false
+	}
+	return p, true
+}
+
+// Login verifies a console password. Unknown ids and principals without a
+// password cost one argon2 verification too, so response time does not
+// reveal which ids exist.
+func (d *Directory) Login(id, password string) (engine.Principal, bool) {
+	h, ok := d.pw[id]
+	if !ok {
+		dummyPHC.verify(password)
+		return engine.Principal{}, false
+	}
+	if !h.verify(password) {
+		return engine.Principal{}, false
+	}
+	return d.ByID(id)
+}
+
+// Principals lists every principal in id order.
+func (d *Directory) Principals() []engine.Principal {
+	ids := make([]string, 0, len(d.byID))
+	for id := range d.byID {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]engine.Principal, 0, len(ids))
+	for _, id := range ids {
+		p, _ := d.ByID(id)
+		out = append(out, p)
+	}
+	return out
+}
