@@ -79,6 +79,7 @@ bench: $(BENCHSTAT) ## benchmarks (engine, service, console) into .artifacts/ben
 
 .PHONY: bench-opa
 bench-opa: ## Gatehouse's evaluator against OPA (Rego) on the same corpus, in one run
+	mkdir -p $(ARTIFACTS)
 	cd bench && go test -run . -bench . -benchmem -count 6 . | tee $(ARTIFACTS)/bench-opa.txt
 
 .PHONY: loadtest
