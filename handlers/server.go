@@ -2,5 +2,104 @@
 // same service methods.
 package handlers
 
-// Server holds what every handler needs. Placeholder: filled in by the API work.
-type Server struct{}
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"gatehouse/auth"
+	"gatehouse/rules"
+)
+
+// Config wires a Server. Service, Directory, Policy and Metrics are
+// required.
+type Config struct {
+	Service   Service
+	Directory *auth.Directory
+	Policy    *rules.Set
+	Logger    *slog.Logger // nil: discard
+	Metrics   *Metrics     // its registry is what /metrics serves
+	// BaseURL is the absolute origin of the console (links, same-origin checks).
+	BaseURL string
+	// DevMode is AUTH_MODE=dev: the console logs the dev principal in.
+	DevMode bool
+	// SessionKeys sign and verify console cookies: the first signs, all
+	// verify (rotation).
+	SessionKeys [][]byte
+	Now         func() time.Time // nil: time.Now
+	// RateLimit bounds each principal's API request rate; zero: the default.
+	RateLimit RateLimit
+	// IPExtractor decides the client address; nil: the direct peer address,
+	// never a forwarded header.
+	IPExtractor echo.IPExtractor
+}
+
+// RateLimit is a token bucket per principal.
+type RateLimit struct {
+	PerSecond float64
+	Burst     int
+}
+
+// DefaultRateLimit is generous: it stops a runaway loop, not a busy agent.
+var DefaultRateLimit = RateLimit{PerSecond: 50, Burst: 100}
+
+// Server holds what every handler needs.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	now     func() time.Time
+	limiter *limiter
+	echo    *echo.Echo
+}
+
+// New builds the server and its routes.
+func New(cfg Config) (*Server, error) {
+	switch {
+	case cfg.Service == nil:
+		return nil, errors.New("handlers: Config.Service is required")
+	case cfg.Directory == nil:
+		return nil, errors.New("handlers: Config.Directory is required")
+	case cfg.Policy == nil:
+		return nil, errors.New("handlers: Config.Policy is required")
+	case cfg.Metrics == nil:
+		return nil, errors.New("handlers: Config.Metrics is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.RateLimit == (RateLimit{}) {
+		cfg.RateLimit = DefaultRateLimit
+	}
+	if cfg.RateLimit.PerSecond <= 0 || cfg.RateLimit.Burst < 1 {
+		return nil, errors.New("handlers: rate limit needs a positive rate and a burst of at least 1")
+	}
+	if cfg.IPExtractor == nil {
+		cfg.IPExtractor = echo.ExtractIPDirect()
+	}
+	s := &Server{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		now:     cfg.Now,
+		limiter: newLimiter(cfg.RateLimit, cfg.Now),
+	}
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.IPExtractor = cfg.IPExtractor
+	e.HTTPErrorHandler = s.handleError
+	s.routes(e)
+	s.echo = e
+	return s, nil
+}
+
+// Handler is the HTTP handler of the whole server.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Echo exposes the router (route listing in tests).
+func (s *Server) Echo() *echo.Echo { return s.echo }

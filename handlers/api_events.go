@@ -1,0 +1,50 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"gatehouse/api"
+	"gatehouse/service"
+)
+
+// maxEventWait bounds a long-poll, below common proxy idle timeouts.
+const maxEventWait = 30
+
+// eventList returns the tenant's events after a watermark, waiting up to
+// `wait` seconds for the first one when there is none yet.
+func (s *Server) eventList(c echo.Context) error {
+	f := service.EventFilter{RunID: c.QueryParam("run_id")}
+	if raw := c.QueryParam("after"); raw != "" {
+		after, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || after < 0 {
+			return invalid(`query parameter "after" must be a non-negative integer`)
+		}
+		f.After = after
+	}
+	limit, err := queryInt(c, "limit", 1, 500)
+	if err != nil {
+		return err
+	}
+	wait, err := queryInt(c, "wait", 0, maxEventWait)
+	if err != nil {
+		return err
+	}
+	f.Limit = limit
+	f.Wait = time.Duration(wait) * time.Second
+	events, err := s.cfg.Service.ListEvents(c.Request().Context(), principal(c), f)
+	if err != nil {
+		return err
+	}
+	page := api.EventPage{Events: events, Watermark: f.After}
+	if page.Events == nil {
+		page.Events = []service.Event{}
+	}
+	if n := len(events); n > 0 {
+		page.Watermark = events[n-1].ID
+	}
+	return c.JSON(http.StatusOK, page)
+}

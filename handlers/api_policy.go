@@ -1,0 +1,61 @@
+package handlers
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+
+	"gatehouse/api"
+)
+
+// policyGet describes the loaded default policy; any principal may read it.
+func (s *Server) policyGet(c echo.Context) error {
+	rs, ok := s.cfg.Policy.Ruleset("")
+	if !ok {
+		return newError(http.StatusServiceUnavailable, codeUnavailable, "no policy loaded")
+	}
+	out := api.Policy{
+		PolicyVersion: rs.PolicyVersion(),
+		Profile:       rs.ProfileName(),
+		RuleCount:     rs.RuleCount(),
+		HardlineCount: len(rs.Hardline()),
+	}
+	for name := range s.cfg.Policy.Rulesets {
+		out.Profiles = append(out.Profiles, name)
+	}
+	slices.Sort(out.Profiles)
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) toolsList(c echo.Context) error {
+	specs := s.cfg.Policy.Catalog.Tools()
+	out := api.ToolList{Tools: make([]api.Tool, 0, len(specs))}
+	for _, t := range specs {
+		out.Tools = append(out.Tools, api.Tool{
+			Name:           t.Name,
+			Version:        t.Version,
+			Kind:           t.Kind,
+			SideEffect:     t.SideEffect,
+			Risk:           t.Risk,
+			Idempotency:    t.Idempotency,
+			RequiredScopes: nonNil(t.RequiredScopes),
+			Target:         t.Target,
+			MCPServerID:    t.MCPServerID,
+			Arguments:      nonNil(t.Arguments),
+		})
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// nonNil makes an empty list encode as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func (s *Server) openAPI(c echo.Context) error {
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, api.OpenAPI)
+}

@@ -1,0 +1,114 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"gatehouse/engine"
+	"gatehouse/service"
+)
+
+// Metrics are the counts the seed tracks plus HTTP request durations, on a
+// registry of their own (the process-global default registry is shared
+// mutable state that tests and replicas would trip over). It implements
+// service.Metrics.
+type Metrics struct {
+	registry *prometheus.Registry
+
+	approvalRequests  *prometheus.CounterVec
+	approvalLatency   *prometheus.HistogramVec
+	approvalExpiries  *prometheus.CounterVec
+	denials           *prometheus.CounterVec
+	breakerTrips      prometheus.Counter
+	revalidationVoids *prometheus.CounterVec
+	httpDuration      *prometheus.HistogramVec
+}
+
+var _ service.Metrics = (*Metrics)(nil)
+
+// NewMetrics registers every metric, plus the Go runtime and process
+// collectors, on a fresh registry.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		approvalRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_approval_requests_total",
+			Help: "Approval requests created, by side effect and risk.",
+		}, []string{"side_effect", "risk"}),
+		// Approval latency spans seconds (a human at a desk) to hours (the
+		// expiry defaults); p50 and p95 are histogram_quantile over this.
+		approvalLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gatehouse_approval_latency_seconds",
+			Help:    "Time from approval request to its final status, by status.",
+			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600},
+		}, []string{"status"}),
+		approvalExpiries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_approval_expiries_total",
+			Help: "Approvals expired by the reaper, by risk.",
+		}, []string{"risk"}),
+		denials: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_policy_denials_total",
+			Help: "Denied actions, by reason code.",
+		}, []string{"reason_code"}),
+		breakerTrips: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gatehouse_circuit_breaker_trips_total",
+			Help: "Runs failed by the circuit breaker (third identical denial).",
+		}),
+		revalidationVoids: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_revalidation_voids_total",
+			Help: "Resumes refused by revalidation, by cause.",
+		}, []string{"cause"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gatehouse_http_request_duration_seconds",
+			Help:    "HTTP request duration by method, route template and status.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"method", "route", "status"}),
+	}
+	m.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.approvalRequests, m.approvalLatency, m.approvalExpiries, m.denials,
+		m.breakerTrips, m.revalidationVoids, m.httpDuration,
+	)
+	return m
+}
+
+// Registry is where the metrics live (for tests and extra collectors).
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+
+func (m *Metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
+
+func (m *Metrics) ApprovalRequested(side engine.SideEffectClass, risk engine.RiskLevel) {
+	m.approvalRequests.WithLabelValues(string(side), string(risk)).Inc()
+}
+
+func (m *Metrics) ApprovalResolved(status engine.ApprovalStatus, latency time.Duration) {
+	m.approvalLatency.WithLabelValues(string(status)).Observe(latency.Seconds())
+}
+
+func (m *Metrics) ApprovalExpired(risk engine.RiskLevel) {
+	m.approvalExpiries.WithLabelValues(string(risk)).Inc()
+}
+
+func (m *Metrics) Denied(reasonCode string) { m.denials.WithLabelValues(reasonCode).Inc() }
+
+func (m *Metrics) CircuitBreakerTripped() { m.breakerTrips.Inc() }
+
+func (m *Metrics) RevalidationVoided(cause string) { m.revalidationVoids.WithLabelValues(cause).Inc() }
+
+func (m *Metrics) observeHTTP(method, route string, status int, d time.Duration) {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+	default:
+		// The method is client-chosen text: bound the label's cardinality.
+		method = "OTHER"
+	}
+	m.httpDuration.WithLabelValues(method, route, strconv.Itoa(status)).Observe(d.Seconds())
+}
