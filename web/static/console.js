@@ -1,0 +1,88 @@
+// Gatehouse console enhancements. Every page works without this file: it adds
+// copy buttons, keyboard shortcuts (j/k move, a/d approve/deny after a
+// confirmation) and keeps live-inserted cards in queue order. No eval, no
+// inline handlers: the CSP forbids both.
+(function () {
+  "use strict";
+  document.documentElement.classList.add("js");
+
+  function cards() {
+    return Array.prototype.slice.call(document.querySelectorAll("#queue-cards > .card"));
+  }
+
+  function selected() {
+    return document.querySelector("#queue-cards > .card.selected");
+  }
+
+  function select(card) {
+    var prev = selected();
+    if (prev) prev.classList.remove("selected");
+    if (!card) return;
+    card.classList.add("selected");
+    card.scrollIntoView({ block: "nearest" });
+  }
+
+  function move(step) {
+    var list = cards();
+    if (list.length === 0) return;
+    var i = list.indexOf(selected());
+    var next = i < 0 ? 0 : Math.min(list.length - 1, Math.max(0, i + step));
+    select(list[next]);
+  }
+
+  function resolve(resolution) {
+    var card = selected();
+    if (!card) return;
+    var button = card.querySelector('button[name="resolution"][value="' + resolution + '"]');
+    if (!button) return;
+    var verb = resolution === "deny" ? "Deny" : "Approve";
+    var title = card.getAttribute("data-summary") || "this action";
+    if (window.confirm(verb + ": " + title + "?")) button.click();
+  }
+
+  document.addEventListener("keydown", function (ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    var t = ev.target;
+    if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
+    switch (ev.key) {
+      case "j": move(1); break;
+      case "k": move(-1); break;
+      case "a": resolve("approve_once"); break;
+      case "d": resolve("deny"); break;
+      default: return;
+    }
+    ev.preventDefault();
+  });
+
+  document.addEventListener("click", function (ev) {
+    var b = ev.target.closest ? ev.target.closest("button[data-copy]") : null;
+    if (!b || !navigator.clipboard) return;
+    navigator.clipboard.writeText(b.getAttribute("data-copy")).then(function () {
+      b.textContent = "Copied";
+    });
+  });
+
+  // New cards arrive at the end of the list; move each before the first
+  // pending card it outranks so the queue stays critical-first, oldest-first.
+  function rank(card) { return parseInt(card.getAttribute("data-risk-rank") || "0", 10); }
+  function created(card) { return card.getAttribute("data-created") || ""; }
+  function place(card) {
+    var list = cards();
+    for (var i = 0; i < list.length; i++) {
+      var other = list[i];
+      if (other === card || other.getAttribute("data-status") !== "pending") continue;
+      if (rank(card) > rank(other) || (rank(card) === rank(other) && created(card) < created(other))) {
+        other.parentNode.insertBefore(card, other);
+        return;
+      }
+    }
+  }
+  document.addEventListener("htmx:afterSettle", function () {
+    cards().filter(function (c) { return c.hasAttribute("data-new"); }).forEach(function (c) {
+      c.removeAttribute("data-new");
+      place(c);
+    });
+    var empty = document.getElementById("queue-empty");
+    if (empty) empty.hidden = cards().length > 0;
+  });
+})();
