@@ -2,11 +2,334 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+
+	"gatehouse/auth"
+	"gatehouse/handlers"
+	"gatehouse/migrations"
+	"gatehouse/rules"
+	"gatehouse/service"
 )
 
-// runServe is a placeholder until its command lands.
+// serveConfig is `console serve`'s configuration: environment variables
+// (DESIGN §2) as defaults, flags over them.
+type serveConfig struct {
+	databaseURL    string
+	addr           string
+	baseURL        string
+	principals     string
+	devMode        bool
+	sessionKeys    string
+	policyProfile  string
+	policyDir      string
+	toolsFile      string
+	reaperInterval time.Duration
+	demo           bool
+	dbMaxConns     int
+	ratePerSecond  float64
+	rateBurst      int
+	trustXFF       bool
+	shutdownGrace  time.Duration
+}
+
+func parseServeConfig(args []string, stderr io.Writer) (serveConfig, error) {
+	var cfg serveConfig
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	env := os.Getenv
+	fs.StringVar(&cfg.databaseURL, "database-url", env("DATABASE_URL"), "PostgreSQL connection string (DATABASE_URL)")
+	fs.StringVar(&cfg.addr, "addr", envOr("CONSOLE_ADDR", "127.0.0.1:8080"), "listen address (CONSOLE_ADDR)")
+	fs.StringVar(&cfg.baseURL, "base-url", env("CONSOLE_BASE_URL"), "absolute origin of the console (CONSOLE_BASE_URL; default http://ADDR)")
+	fs.StringVar(&cfg.principals, "principals", envOr("CONSOLE_PRINCIPALS", "./principals.yaml"), "principals file (CONSOLE_PRINCIPALS)")
+	fs.BoolVar(&cfg.devMode, "dev", env("AUTH_MODE") == "dev", "development auth: one principal with every scope, loopback only (AUTH_MODE=dev)")
+	fs.StringVar(&cfg.sessionKeys, "session-keys", env("CONSOLE_SESSION_KEYS"), "comma-separated hex cookie keys, first signs (CONSOLE_SESSION_KEYS)")
+	fs.StringVar(&cfg.policyProfile, "policy-profile", env("CONSOLE_POLICY_PROFILE"), "default policy profile (CONSOLE_POLICY_PROFILE)")
+	fs.StringVar(&cfg.policyDir, "policy-dir", env("CONSOLE_POLICY_DIR"), "operator profiles directory (CONSOLE_POLICY_DIR)")
+	fs.StringVar(&cfg.toolsFile, "tools", env("CONSOLE_TOOLS"), "operator tool catalog (CONSOLE_TOOLS)")
+	fs.BoolVar(&cfg.demo, "demo", false, "run the demo agent in-process (dev mode only)")
+	fs.BoolVar(&cfg.trustXFF, "trust-x-forwarded-for", env("CONSOLE_TRUST_XFF") == "1", "take the client address from X-Forwarded-For set by a proxy on a private network (CONSOLE_TRUST_XFF=1)")
+	fs.DurationVar(&cfg.shutdownGrace, "shutdown-grace", 15*time.Second, "how long in-flight requests may finish at shutdown")
+	reaper := fs.String("reaper-interval", envOr("CONSOLE_REAPER_INTERVAL", "5s"), "expiry reaper period; 0 disables it here (CONSOLE_REAPER_INTERVAL)")
+	maxConns := fs.String("db-max-conns", envOr("CONSOLE_DB_MAX_CONNS", "20"), "database pool size (CONSOLE_DB_MAX_CONNS)")
+	rate := fs.String("rate-limit", envOr("CONSOLE_RATE_LIMIT", "50"), "API requests per second per principal (CONSOLE_RATE_LIMIT)")
+	burst := fs.String("rate-burst", envOr("CONSOLE_RATE_BURST", "100"), "API burst per principal (CONSOLE_RATE_BURST)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("%w: serve takes no arguments", errUsage)
+	}
+	var err error
+	if cfg.reaperInterval, err = time.ParseDuration(*reaper); err != nil || cfg.reaperInterval < 0 {
+		return cfg, fmt.Errorf("reaper interval %q: want a duration such as 5s, or 0", *reaper)
+	}
+	if cfg.dbMaxConns, err = strconv.Atoi(*maxConns); err != nil || cfg.dbMaxConns < 2 {
+		return cfg, fmt.Errorf("db max conns %q: want an integer of at least 2", *maxConns)
+	}
+	if cfg.ratePerSecond, err = strconv.ParseFloat(*rate, 64); err != nil || cfg.ratePerSecond <= 0 {
+		return cfg, fmt.Errorf("rate limit %q: want a positive number", *rate)
+	}
+	if cfg.rateBurst, err = strconv.Atoi(*burst); err != nil || cfg.rateBurst < 1 {
+		return cfg, fmt.Errorf("rate burst %q: want a positive integer", *burst)
+	}
+	if cfg.databaseURL == "" {
+		return cfg, errors.New("DATABASE_URL is not set (`make run` starts a local PostgreSQL)")
+	}
+	if cfg.devMode && !isLoopback(cfg.addr) {
+		return cfg, fmt.Errorf("AUTH_MODE=dev refuses to listen on %q: use a loopback address such as 127.0.0.1:8080", cfg.addr)
+	}
+	if cfg.demo && !cfg.devMode {
+		return cfg, errors.New("--demo needs AUTH_MODE=dev")
+	}
+	if cfg.baseURL == "" {
+		cfg.baseURL = "http://" + cfg.addr
+	}
+	return cfg, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// isLoopback reports whether a listen address binds only the loopback
+// interface; an empty host binds every interface.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("serve: not implemented yet")
+	cfg, err := parseServeConfig(args, stderr)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+
+	policy, err := rules.Load(rules.Options{PolicyDir: cfg.policyDir, ToolsFile: cfg.toolsFile, DefaultProfile: cfg.policyProfile})
+	if err != nil {
+		return fmt.Errorf("loading policy: %w", err)
+	}
+	dir, err := loadPrincipals(cfg)
+	if err != nil {
+		return err
+	}
+	keys, err := sessionKeys(cfg)
+	if err != nil {
+		return err
+	}
+	var demoToken string
+	if cfg.demo {
+		// Minted per process and kept in memory: the demo agent is the only
+		// holder and it dies with the server.
+		if demoToken, _, err = auth.NewToken(); err != nil {
+			return err
+		}
+		if dir, err = dir.WithToken(auth.DevPrincipalID, demoToken); err != nil {
+			return err
+		}
+	}
+
+	pool, err := openPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	applied, err := migrations.Up(ctx, pool)
+	if err != nil {
+		return err
+	}
+	logger.Info("migrations applied", "count", len(applied))
+
+	metrics := handlers.NewMetrics()
+	svc, err := service.New(ctx, service.Config{
+		Pool:       pool,
+		Policy:     policy,
+		Principals: dir,
+		Logger:     logger,
+		Metrics:    metrics,
+		ReplicaID:  replicaID(),
+	})
+	if err != nil {
+		return fmt.Errorf("starting service: %w", err)
+	}
+	ipExtractor := echo.ExtractIPDirect()
+	if cfg.trustXFF {
+		ipExtractor = echo.ExtractIPFromXFFHeader()
+	}
+	srv, err := handlers.New(handlers.Config{
+		Service:     svc,
+		Directory:   dir,
+		Policy:      policy,
+		Logger:      logger,
+		Metrics:     metrics,
+		BaseURL:     cfg.baseURL,
+		DevMode:     cfg.devMode,
+		SessionKeys: keys,
+		RateLimit:   handlers.RateLimit{PerSecond: cfg.ratePerSecond, Burst: cfg.rateBurst},
+		IPExtractor: ipExtractor,
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
+	}
+	httpSrv := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// Above the 30 s event long-poll.
+		WriteTimeout: 60 * time.Second,
+		IdleTimeout:  120 * time.Second,
+		ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+
+	bg, stopBG := context.WithCancel(ctx)
+	defer stopBG()
+	var wg sync.WaitGroup
+	if cfg.reaperInterval > 0 {
+		wg.Go(func() { svc.RunReaper(bg, cfg.reaperInterval) })
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+	logger.Info("serving", "addr", ln.Addr().String(), "dev_mode", cfg.devMode,
+		"policy_profile", policy.Default, "reaper_interval", cfg.reaperInterval.String())
+	if cfg.demo {
+		wg.Go(func() {
+			if err := demoLoop(bg, cfg.baseURL, demoToken, logger); err != nil && bg.Err() == nil {
+				logger.Error("demo agent stopped", "error", err)
+			}
+		})
+	}
+
+	select {
+	case err = <-serveErr:
+		err = fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+		logger.Info("shutting down")
+		shutCtx, cancel := context.WithTimeout(context.Background(), cfg.shutdownGrace)
+		err = httpSrv.Shutdown(shutCtx)
+		cancel()
+		if err != nil {
+			err = fmt.Errorf("shutting down: %w", err)
+		}
+	}
+	stopBG()
+	wg.Wait()
+	if err == nil {
+		logger.Info("stopped")
+	}
+	return err
+}
+
+func loadPrincipals(cfg serveConfig) (*auth.Directory, error) {
+	if cfg.devMode {
+		return auth.Dev(), nil
+	}
+	return auth.Load(cfg.principals)
+}
+
+func openPool(ctx context.Context, cfg serveConfig) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(cfg.databaseURL)
+	if err != nil {
+		// The URL may carry a password: say which setting is wrong, not its value.
+		return nil, errors.New("DATABASE_URL is not a valid connection string")
+	}
+	pc.MaxConns = int32(cfg.dbMaxConns)
+	pc.MinConns = 2
+	pc.MaxConnIdleTime = 5 * time.Minute
+	pc.HealthCheckPeriod = 30 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the database: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connecting to the database: %w", err)
+	}
+	return pool, nil
+}
+
+// sessionKeys decodes CONSOLE_SESSION_KEYS. In dev mode, without keys, one
+// is generated once into .data/ so console logins survive restarts.
+func sessionKeys(cfg serveConfig) ([][]byte, error) {
+	raw := cfg.sessionKeys
+	if raw == "" && cfg.devMode {
+		var err error
+		if raw, err = devSessionKey(filepath.Join(".data", "session.key")); err != nil {
+			return nil, err
+		}
+	}
+	if raw == "" {
+		return nil, errors.New("CONSOLE_SESSION_KEYS is required outside AUTH_MODE=dev (comma-separated hex keys of at least 32 bytes)")
+	}
+	var keys [][]byte
+	for i, k := range strings.Split(raw, ",") {
+		b, err := hex.DecodeString(strings.TrimSpace(k))
+		if err != nil || len(b) < 32 {
+			return nil, fmt.Errorf("CONSOLE_SESSION_KEYS: key %d is not hex of at least 32 bytes", i+1)
+		}
+		keys = append(keys, b)
+	}
+	return keys, nil
+}
+
+func devSessionKey(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("reading dev session key: %w", err)
+	}
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return "", fmt.Errorf("generating dev session key: %w", err)
+	}
+	s := hex.EncodeToString(k)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("writing dev session key: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(s+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("writing dev session key: %w", err)
+	}
+	return s, nil
+}
+
+// replicaID names this process in leases and audit rows.
+func replicaID() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return host + "-" + strconv.Itoa(os.Getpid())
 }
