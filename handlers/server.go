@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/auth"
@@ -30,6 +31,9 @@ type Config struct {
 	// verify (rotation).
 	SessionKeys [][]byte
 	Now         func() time.Time // nil: time.Now
+	// Pool holds the console's server-side sessions and login throttling
+	// (console_sessions, console_login_failures).
+	Pool *pgxpool.Pool
 	// RateLimit bounds each principal's API request rate; zero: the default.
 	RateLimit RateLimit
 	// IPExtractor decides the client address; nil: the direct peer address,
@@ -66,6 +70,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("handlers: Config.Policy is required")
 	case cfg.Metrics == nil:
 		return nil, errors.New("handlers: Config.Metrics is required")
+	case cfg.Pool == nil:
+		return nil, errors.New("handlers: Config.Pool is required (console sessions)")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

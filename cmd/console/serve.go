@@ -192,6 +192,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		BaseURL:     cfg.baseURL,
 		DevMode:     cfg.devMode,
 		SessionKeys: keys,
+		Pool:        pool,
 		RateLimit:   handlers.RateLimit{PerSecond: cfg.ratePerSecond, Burst: cfg.rateBurst},
 		IPExtractor: ipExtractor,
 	})
