@@ -40,7 +40,48 @@ func SideEffectClasses() []SideEffectClass {
 }
 
 // Valid reports whether s is one of the fifteen classes.
-func (s SideEffectClass) Valid() bool { return contains(SideEffectClasses(), s) }
+func (s SideEffectClass) Valid() bool { return s.index() >= 0 }
+
+// index is the class's position in matrix order, or -1. The evaluator keys
+// its row tables on it, so lookups are array reads rather than map reads.
+func (s SideEffectClass) index() int {
+	switch s {
+	case SideEffectNone:
+		return 0
+	case SideEffectWorkspaceRead:
+		return 1
+	case SideEffectWorkspaceWrite:
+		return 2
+	case SideEffectNetworkRead:
+		return 3
+	case SideEffectCodeExecution:
+		return 4
+	case SideEffectPackageInstall:
+		return 5
+	case SideEffectSandboxNetwork:
+		return 6
+	case SideEffectExternalMessage:
+		return 7
+	case SideEffectExternalWrite:
+		return 8
+	case SideEffectExternalDelete:
+		return 9
+	case SideEffectFinancial:
+		return 10
+	case SideEffectPublication:
+		return 11
+	case SideEffectCredentialAccess:
+		return 12
+	case SideEffectHostAccess:
+		return 13
+	case SideEffectPrivileged:
+		return 14
+	}
+	return -1
+}
+
+// numSideEffects sizes the evaluator's row tables.
+const numSideEffects = 15
 
 // RiskLevel never selects a decision: it orders the queue, picks the default
 // expiry and groups metrics.
@@ -57,15 +98,20 @@ const (
 func RiskLevels() []RiskLevel { return []RiskLevel{RiskLow, RiskMedium, RiskHigh, RiskCritical} }
 
 // Valid reports whether r is one of the four levels.
-func (r RiskLevel) Valid() bool { return contains(RiskLevels(), r) }
+func (r RiskLevel) Valid() bool { return r.Rank() >= 0 }
 
 // Rank orders risk for the approval queue: critical is 3, low is 0, and an
 // unknown level ranks below low so it can never jump the queue.
 func (r RiskLevel) Rank() int {
-	for i, v := range RiskLevels() {
-		if v == r {
-			return i
-		}
+	switch r {
+	case RiskLow:
+		return 0
+	case RiskMedium:
+		return 1
+	case RiskHigh:
+		return 2
+	case RiskCritical:
+		return 3
 	}
 	return -1
 }
@@ -86,7 +132,13 @@ func IdempotencyClasses() []IdempotencyClass {
 }
 
 // Valid reports whether c is one of the four classes.
-func (c IdempotencyClass) Valid() bool { return contains(IdempotencyClasses(), c) }
+func (c IdempotencyClass) Valid() bool {
+	switch c {
+	case IdempotencyReadOnly, IdempotencyIdempotent, IdempotencyConditionallyIdempotent, IdempotencyNonIdempotent:
+		return true
+	}
+	return false
+}
 
 // ActionKind generalizes approval beyond tool calls.
 type ActionKind string
@@ -104,7 +156,13 @@ func ActionKinds() []ActionKind {
 }
 
 // Valid reports whether k is one of the four kinds.
-func (k ActionKind) Valid() bool { return contains(ActionKinds(), k) }
+func (k ActionKind) Valid() bool {
+	switch k {
+	case ActionToolCall, ActionMemoryWrite, ActionSkillAuthoring, ActionArtifactExport:
+		return true
+	}
+	return false
+}
 
 // HasToolInvocation reports whether an action of this kind has a tool
 // invocation behind it (every tool call and every skill authoring).
@@ -176,7 +234,13 @@ func TrustLevels() []TrustLevel {
 }
 
 // Valid reports whether t is one of the seven labels.
-func (t TrustLevel) Valid() bool { return contains(TrustLevels(), t) }
+func (t TrustLevel) Valid() bool {
+	switch t {
+	case TrustPlatform, TrustTrustedConfiguration, TrustUser, TrustInternalTool, TrustMemory, TrustKnowledge, TrustExternalUntrusted:
+		return true
+	}
+	return false
+}
 
 // MayAuthorize reports whether content with this label can authorize
 // anything: only platform configuration, trusted configuration and the user.
@@ -200,15 +264,24 @@ func PolicyDecisionTypes() []PolicyDecisionType {
 }
 
 // Valid reports whether d is one of the four decisions.
-func (d PolicyDecisionType) Valid() bool { return contains(PolicyDecisionTypes(), d) }
+func (d PolicyDecisionType) Valid() bool {
+	switch d {
+	case DecisionAllow, DecisionAllowWithModifications, DecisionRequireApproval, DecisionDeny:
+		return true
+	}
+	return false
+}
 
 // Rank is the restrictiveness of d: allow 0, modify 1, approve 2, deny 3. An
 // unknown decision ranks as deny, so it can only ever tighten.
 func (d PolicyDecisionType) Rank() int {
-	for i, v := range PolicyDecisionTypes() {
-		if v == d {
-			return i
-		}
+	switch d {
+	case DecisionAllow:
+		return 0
+	case DecisionAllowWithModifications:
+		return 1
+	case DecisionRequireApproval:
+		return 2
 	}
 	return 3
 }

@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"regexp"
+	"strings"
+)
+
+// credentialShape matches values that look like a live credential. The
+// hardline credential_egress rule and the approval view's redaction both use
+// it, so what the gate refuses to send and what the console refuses to show
+// can never drift apart. The patterns carry no trailing word boundary: a
+// prefix of a longer token must still count, or truncating a value could
+// turn a non-match into a leak.
+var credentialShape = regexp.MustCompile(strings.Join([]string{
+	`(?:AKIA|ASIA)[0-9A-Z]{16}`,                                  // AWS access key id
+	`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----`,                       // PEM private key
+	`(?:ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{20,}`,                   // GitHub tokens
+	`github_pat_[A-Za-z0-9_]{20,}`,                               // GitHub fine-grained token
+	`xox[abposr]-[A-Za-z0-9-]{10,}`,                              // Slack
+	`(?:sk|rk)_live_[A-Za-z0-9]{16,}`,                            // Stripe
+	`sk-[A-Za-z0-9_-]{20,}`,                                      // OpenAI-like secret keys
+	`eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`, // JWT
+	`(?i:bearer)\s+[A-Za-z0-9._~+/=-]{20,}`,                      // bearer header value
+	`AIza[0-9A-Za-z_-]{35}`,                                      // Google API key
+	`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@`,              // password in URL userinfo
+}, "|"))
+
+// ContainsCredential reports whether s contains a credential-shaped value.
+func ContainsCredential(s string) bool {
+	// Every shape is at least 15 bytes; skipping shorter strings keeps the
+	// common short argument off the regexp entirely.
+	if len(s) < 15 {
+		return false
+	}
+	return credentialShape.MatchString(s)
+}
+
+// sensitiveKeyParts are matched as substrings of a normalized key (lower
+// case, letters and digits only), so api_key, API-Key and x_api_key all hit.
+var sensitiveKeyParts = []string{
+	"password", "passwd", "passphrase", "secret", "token", "apikey",
+	"authorization", "credential", "privatekey", "cookie", "session",
+	"accesskey", "signingkey", "clientkey",
+}
+
+// IsSensitiveKey reports whether an argument named key holds a value the
+// approval view must never show, whatever the value looks like.
+func IsSensitiveKey(key string) bool {
+	var buf [64]byte
+	n := 0
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		default:
+			continue
+		}
+		if n == len(buf) {
+			// A key this long is unusual; check it without the fast buffer.
+			return isSensitiveLong(key)
+		}
+		buf[n] = c
+		n++
+	}
+	norm := buf[:n]
+	for _, part := range sensitiveKeyParts {
+		if strings.Contains(string(norm), part) {
+			return true
+		}
+	}
+	return false
+}
+
+func isSensitiveLong(key string) bool {
+	var b strings.Builder
+	for _, r := range strings.ToLower(key) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		}
+	}
+	norm := b.String()
+	for _, part := range sensitiveKeyParts {
+		if strings.Contains(norm, part) {
+			return true
+		}
+	}
+	return false
+}

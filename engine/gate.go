@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"strings"
+	"time"
+)
+
+// Gate is the pure half of the single gate: validate the request, look the
+// tool up in the catalog (its classification is the catalog's, never the
+// caller's), check the tool's scopes against the run's stamp (before the
+// engine, so a missing scope is policy.scope.missing even where a hardline
+// rule would also block), normalize and hash the arguments, then evaluate.
+// On allow_with_modifications the effective arguments and their hash are
+// filled in for the idempotency key.
+func Gate(req ActionRequest, cat *Catalog, run RunSnapshot, p Principal, rs *LoadedRuleset, now time.Time) GateOutcome {
+	version := ""
+	if rs != nil {
+		version = rs.policyVersion
+	}
+	action := ProposedAction{
+		Kind:          req.Kind,
+		ActionID:      req.ActionID,
+		TenantID:      run.TenantID,
+		SessionID:     run.SessionID,
+		RunID:         run.ID,
+		StepNumber:    req.StepNumber,
+		Name:          req.Name,
+		Version:       req.Version,
+		Summary:       req.Summary,
+		Arguments:     req.Arguments,
+		ArgumentTrust: req.ArgumentTrust,
+		OriginTrust:   req.OriginTrust,
+		EvaluatedAt:   now,
+	}
+	if action.Arguments == nil {
+		action.Arguments = map[string]any{}
+	}
+	if req.Target != nil {
+		action.Target = *req.Target
+	}
+	normalized, hash := NormalizeArguments(action.Arguments)
+	action.NormalizedArgumentsHash = hash
+	out := GateOutcome{NormalizedArguments: normalized}
+
+	if msg := validateRequest(&req); msg != "" {
+		out.Action = action
+		out.Decision = unclassifiable(&action, version, msg)
+		return out
+	}
+	spec, ok := cat.Lookup(req.Name)
+	if !ok || spec.Kind != req.Kind || (req.Version != "" && req.Version != spec.Version) {
+		out.Action = action
+		out.Decision = unclassifiable(&action, version, "the action names no registered tool of its kind and version")
+		return out
+	}
+	action.Version = spec.Version
+	action.SideEffect = spec.SideEffect
+	action.Risk = spec.Risk
+	action.Idempotency = spec.Idempotency
+	action.RequiredScopes = spec.RequiredScopes
+	switch {
+	case spec.MCPServerID != "":
+		action.Target = ExecutionTarget{Kind: TargetMCPServer, ServerID: spec.MCPServerID}
+	case spec.Target != "":
+		action.Target = ExecutionTarget{Kind: spec.Target}
+	}
+	out.Action = action
+
+	if missing := MissingScopes(spec.RequiredScopes, run.PrincipalScopes); len(missing) > 0 {
+		out.MissingScopes = missing
+		out.Decision = PolicyDecision{
+			Decision:    DecisionDeny,
+			ReasonCode:  ReasonScopeMissing,
+			Layer:       LayerScope,
+			Explanation: "the run's principal lacks required scopes: " + strings.Join(missing, ", "),
+			SideEffect:  action.SideEffect,
+			Risk:        action.Risk,
+		}
+		return out
+	}
+
+	out.Decision = EvaluateDeterministic(action, p, run, rs)
+	if out.Decision.Decision == DecisionAllowWithModifications {
+		out.EffectiveArguments = out.Decision.ModifiedArguments
+		out.EffectiveNormalized, out.EffectiveArgumentsHash = NormalizeArguments(out.EffectiveArguments)
+	}
+	return out
+}
+
+// validateRequest checks what the agent sent, strictly: a request the gate
+// cannot read exactly is unclassifiable, never guessed at.
+func validateRequest(r *ActionRequest) string {
+	switch {
+	case !validUUID(r.ActionID):
+		return "request failed validation: action_id must be a UUID"
+	case !r.Kind.Valid():
+		return explainBadKind
+	case r.Name == "" || len(r.Name) > 200:
+		return "request failed validation: name empty or too long"
+	case strings.TrimSpace(r.Summary) == "":
+		return "request failed validation: summary empty"
+	case r.StepNumber < 0:
+		return "request failed validation: negative step_number"
+	case !r.OriginTrust.Valid():
+		return explainBadOrigin
+	case r.Target != nil && !validTargetKind(r.Target.Kind):
+		return explainBadTarget
+	}
+	for k, t := range r.ArgumentTrust {
+		if !t.Valid() {
+			return explainBadArgTrust
+		}
+		if _, ok := r.Arguments[k]; !ok {
+			return "request failed validation: argument_trust labels an argument that is not there"
+		}
+	}
+	return ""
+}
+
+// validUUID accepts the canonical 8-4-4-4-12 hex form, either case.
+func validUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+			continue
+		}
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
