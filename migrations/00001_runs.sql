@@ -25,9 +25,7 @@ CREATE TABLE runs (
     lease_expires_at timestamptz,
     fencing_token    bigint NOT NULL DEFAULT 0,
     created_at       timestamptz NOT NULL,
-    updated_at       timestamptz NOT NULL,
-    -- Only a RUNNING run holds a lease.
-    CHECK ((status = 'RUNNING') = (lease_expires_at IS NOT NULL))
+    updated_at       timestamptz NOT NULL
 );
 
 -- The claim scans claimable runs of one tenant, oldest first.

@@ -22,6 +22,9 @@ CREATE TABLE tool_invocations (
     normalized_arguments_hash text NOT NULL,
     effective_arguments       jsonb,
     effective_arguments_hash  text,
+    -- The classified action as the engine saw it (trust labels, target,
+    -- required scopes), without its arguments: revalidation re-evaluates it.
+    action                    jsonb NOT NULL,
     decision                  jsonb NOT NULL,
     policy_version            text NOT NULL DEFAULT '',
     side_effect               text NOT NULL,

@@ -10,7 +10,11 @@ CREATE TABLE events (
     run_id     uuid,
     type       text NOT NULL,
     payload    jsonb NOT NULL DEFAULT '{}',
-    created_at timestamptz NOT NULL
+    created_at timestamptz NOT NULL,
+    -- The writing transaction. Readers only return events whose transaction
+    -- is older than every transaction still running, so a slow commit with
+    -- a lower id is never skipped by a client that already saw a higher one.
+    tx_id      xid8 NOT NULL DEFAULT pg_current_xact_id()
 );
 
 CREATE INDEX events_tenant_id_idx ON events (tenant_id, id);

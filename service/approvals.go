@@ -1,0 +1,350 @@
+package service
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"gatehouse/engine"
+)
+
+// This file is the approval repository (seed "Ports and data model"):
+// create, get, list_pending with a cursor, resolve with outcome applied /
+// same / conflict, expire_due and cancel_for_run. Resolve, expire and cancel
+// share one guard, status = 'pending', so whichever runs second changes
+// nothing.
+
+const approvalColumns = `id::text, tenant_id, principal_id, run_id::text, session_id::text, action_kind,
+       action_id::text, COALESCE(tool_invocation_id::text, ''), action_summary, tool_name, side_effect,
+       arguments_view, argument_digests, risk, policy_reason, policy_version,
+       COALESCE(revalidated_policy_version, ''), status, COALESCE(resolution, ''),
+       COALESCE(resolved_by, ''), resolved_at, resolution_reason, expires_at, created_at,
+       normalized_arguments_hash, requested_scopes, agent_version, risk_rank`
+
+const approvalInsert = `
+INSERT INTO approvals (id, tenant_id, principal_id, session_id, run_id, action_kind, action_id,
+       tool_invocation_id, status, expires_at, created_at, action_summary, tool_name, side_effect,
+       risk, risk_rank, arguments_view, argument_digests, policy_reason, policy_version,
+       normalized_arguments_hash, requested_scopes, agent_version)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10, $11, $12, $13, $14, $15, $16, $17,
+        $18, $19, $20, $21, $22)
+RETURNING ` + approvalColumns
+
+const approvalGet = `SELECT ` + approvalColumns + ` FROM approvals WHERE id = $1 AND tenant_id = $2`
+
+// approvalResolveIfPending is the seed's guarded update: zero rows means
+// someone (a resolver, the reaper, a cancellation) got there first.
+const approvalResolveIfPending = `
+UPDATE approvals
+   SET status = $3, resolution = $4, resolved_at = $5, resolved_by = $6, resolution_reason = $7
+ WHERE id = $1 AND tenant_id = $2 AND status = 'pending'
+RETURNING ` + approvalColumns
+
+// approvalClaimDue locks due pending approvals together with their runs,
+// skipping any a resolver, canceller or another reaper holds, so reapers
+// never wait and never deadlock with the run-first lock order.
+const approvalClaimDue = `
+SELECT a.id::text
+  FROM approvals a JOIN runs r ON r.id = a.run_id
+ WHERE a.status = 'pending' AND a.expires_at <= $1
+ ORDER BY a.expires_at, a.id
+ LIMIT $2
+   FOR UPDATE OF a, r SKIP LOCKED`
+
+// approvalExpireIfPending expires one due approval under the shared guard.
+const approvalExpireIfPending = `
+UPDATE approvals SET status = 'expired', resolved_at = $2
+ WHERE id = $1 AND status = 'pending' AND expires_at <= $2
+RETURNING ` + approvalColumns
+
+// approvalCancelForRun reaps a cancelled run's pending approvals to
+// cancelled (not denied) under the shared guard.
+const approvalCancelForRun = `
+UPDATE approvals SET status = 'cancelled', resolved_at = $2
+ WHERE run_id = $1 AND status = 'pending'
+RETURNING ` + approvalColumns
+
+const approvalSetRevalidated = `UPDATE approvals SET revalidated_policy_version = $2 WHERE id = $1`
+
+// approvalListPending is the queue: critical first, then oldest first,
+// keyset-paginated on (risk_rank DESC, created_at, id) over the partial
+// queue index.
+const approvalListPending = `
+SELECT ` + approvalColumns + ` FROM approvals
+ WHERE tenant_id = $1 AND status = 'pending'
+   AND ($2::uuid IS NULL OR run_id = $2)
+   AND ($3::uuid IS NULL OR session_id = $3)
+   AND ($4::text = '' OR risk = $4)
+   AND ($5::timestamptz IS NULL OR created_at >= $5)
+   AND ($6::timestamptz IS NULL OR created_at < $6)
+   AND ($7::smallint IS NULL OR risk_rank < $7
+        OR (risk_rank = $7 AND (created_at, id) > ($8::timestamptz, $9::uuid)))
+ ORDER BY risk_rank DESC, created_at, id
+ LIMIT $10`
+
+// approvalListHistory lists final approvals, newest resolution first;
+// $2 ” is any final status.
+const approvalListHistory = `
+SELECT ` + approvalColumns + ` FROM approvals
+ WHERE tenant_id = $1 AND status <> 'pending'
+   AND ($2::text = '' OR status = $2)
+   AND ($3::uuid IS NULL OR run_id = $3)
+   AND ($4::uuid IS NULL OR session_id = $4)
+   AND ($5::text = '' OR risk = $5)
+   AND ($6::text = '' OR resolved_by = $6)
+   AND ($7::timestamptz IS NULL OR resolved_at >= $7)
+   AND ($8::timestamptz IS NULL OR resolved_at < $8)
+   AND ($9::timestamptz IS NULL OR (resolved_at, id) < ($9, $10::uuid))
+ ORDER BY resolved_at DESC, id DESC
+ LIMIT $11`
+
+// approvalRow is an approval with what only the service reads.
+type approvalRow struct {
+	Approval
+	NormalizedArgumentsHash string
+	RequestedScopes         []string
+	AgentVersion            string
+	RiskRank                int16
+}
+
+func scanApproval(row pgx.Row) (approvalRow, error) {
+	var a approvalRow
+	err := row.Scan(&a.ID, &a.TenantID, &a.PrincipalID, &a.RunID, &a.SessionID, &a.ActionKind,
+		&a.ActionID, &a.ToolInvocationID, &a.ActionSummary, &a.ToolName, &a.SideEffect,
+		&a.Arguments, &a.ArgumentDigests, &a.Risk, &a.PolicyReason, &a.PolicyVersion,
+		&a.RevalidatedPolicyVersion, &a.Status, &a.Resolution,
+		&a.ResolvedBy, &a.ResolvedAt, &a.ResolutionReason, &a.ExpiresAt, &a.CreatedAt,
+		&a.NormalizedArgumentsHash, &a.RequestedScopes, &a.AgentVersion, &a.RiskRank)
+	return a, err
+}
+
+func collectApprovals(rows pgx.Rows) ([]approvalRow, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (approvalRow, error) { return scanApproval(r) })
+}
+
+// approvalRepo is the approval repository over one DBTX.
+type approvalRepo struct{ db DBTX }
+
+func (r approvalRepo) create(ctx context.Context, a approvalRow) (approvalRow, error) {
+	var inv any
+	if a.ToolInvocationID != "" {
+		inv = a.ToolInvocationID
+	}
+	out, err := scanApproval(r.db.QueryRow(ctx, approvalInsert, a.ID, a.TenantID, a.PrincipalID, a.SessionID,
+		a.RunID, string(a.ActionKind), a.ActionID, inv, a.ExpiresAt, a.CreatedAt, a.ActionSummary,
+		a.ToolName, string(a.SideEffect), string(a.Risk), a.Risk.Rank(), a.Arguments, a.ArgumentDigests,
+		a.PolicyReason, a.PolicyVersion, a.NormalizedArgumentsHash, a.RequestedScopes, a.AgentVersion))
+	if isUniqueViolation(err) {
+		return approvalRow{}, fmt.Errorf("create approval: action already has one: %w", ErrConflict)
+	}
+	if err != nil {
+		return approvalRow{}, fmt.Errorf("create approval: %w", err)
+	}
+	return out, nil
+}
+
+// get reads an approval of a tenant; another tenant's is ErrNotFound.
+func (r approvalRepo) get(ctx context.Context, tenantID, id string) (approvalRow, error) {
+	if !validUUID(id) {
+		return approvalRow{}, ErrNotFound
+	}
+	a, err := scanApproval(r.db.QueryRow(ctx, approvalGet, id, tenantID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return approvalRow{}, ErrNotFound
+	}
+	if err != nil {
+		return approvalRow{}, fmt.Errorf("get approval: %w", err)
+	}
+	return a, nil
+}
+
+// resolve applies a resolution under the pending guard. Outcomes: applied
+// (this call changed the row); same (already resolved the same way, the
+// stored row with its original resolver and time); conflict (resolved
+// differently, expired or cancelled first, the stored row); ErrNotFound (no
+// such approval in the tenant).
+func (r approvalRepo) resolve(ctx context.Context, tenantID, id, resolver string, res engine.ApprovalResolutionType, reason string, now time.Time) (ResolveResult, approvalRow, error) {
+	a, err := scanApproval(r.db.QueryRow(ctx, approvalResolveIfPending, id, tenantID,
+		string(res.Status()), string(res), now, resolver, reason))
+	if err == nil {
+		return ResolveApplied, a, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return "", approvalRow{}, fmt.Errorf("resolve approval: %w", err)
+	}
+	stored, err := r.get(ctx, tenantID, id)
+	if err != nil {
+		return "", approvalRow{}, err
+	}
+	if stored.Resolution == res {
+		return ResolveSame, stored, nil
+	}
+	return ResolveConflict, stored, nil
+}
+
+// claimDue locks up to limit due pending approvals and returns their ids.
+func (r approvalRepo) claimDue(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	rows, err := r.db.Query(ctx, approvalClaimDue, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim due approvals: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("claim due approvals: %w", err)
+	}
+	return ids, nil
+}
+
+// expire expires one approval; ok=false when it was no longer pending.
+func (r approvalRepo) expire(ctx context.Context, id string, now time.Time) (approvalRow, bool, error) {
+	a, err := scanApproval(r.db.QueryRow(ctx, approvalExpireIfPending, id, now))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return approvalRow{}, false, nil
+	}
+	if err != nil {
+		return approvalRow{}, false, fmt.Errorf("expire approval: %w", err)
+	}
+	return a, true, nil
+}
+
+// cancelApprovalsForRun is cancel_for_run: the approvals it cancelled.
+func cancelApprovalsForRun(ctx context.Context, db DBTX, runID string, now time.Time) ([]approvalRow, error) {
+	rows, err := db.Query(ctx, approvalCancelForRun, runID, now)
+	if err != nil {
+		return nil, fmt.Errorf("cancel approvals: %w", err)
+	}
+	out, err := collectApprovals(rows)
+	if err != nil {
+		return nil, fmt.Errorf("cancel approvals: %w", err)
+	}
+	return out, nil
+}
+
+// resolvedPayload is the approval.resolved event for every way an approval
+// leaves pending; expiry and cancellation carry resolution "expired" or
+// "cancelled" and no resolver.
+func resolvedPayload(a approvalRow) map[string]any {
+	resolution := string(a.Resolution)
+	if resolution == "" {
+		resolution = string(a.Status)
+	}
+	return map[string]any{
+		"approval_id":   a.ID,
+		"invocation_id": a.ToolInvocationID,
+		"tool_name":     a.ToolName,
+		"risk":          a.Risk,
+		"status":        a.Status,
+		"resolution":    resolution,
+		"resolved_by":   a.ResolvedBy,
+	}
+}
+
+// GetApproval reads one approval of the principal's tenant; another
+// tenant's approval is ErrNotFound, never ErrForbidden.
+func (s *Service) GetApproval(ctx context.Context, p engine.Principal, id string) (Approval, error) {
+	a, err := approvalRepo{s.pool}.get(ctx, p.TenantID, id)
+	if err != nil {
+		return Approval{}, fmt.Errorf("service: get approval: %w", err)
+	}
+	return a.Approval, nil
+}
+
+const (
+	approvalsDefaultLimit = 50
+	approvalsMaxLimit     = 200
+)
+
+// approvalCursor is the keyset position after the last item of a page.
+type approvalCursor struct {
+	Rank int16     `json:"r,omitempty"`
+	At   time.Time `json:"t"`
+	ID   string    `json:"i"`
+}
+
+func encodeCursor(c approvalCursor) string {
+	b, _ := json.Marshal(c) // a struct of plain fields always encodes
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (*approvalCursor, error) {
+	if s == "" {
+		return nil, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	var c approvalCursor
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil || !validUUID(c.ID) {
+		return nil, &InvalidError{Msg: "invalid cursor"}
+	}
+	return &c, nil
+}
+
+// ListApprovals lists the principal's tenant's approvals: pending in queue
+// order (risk rank descending, then oldest first), or final ones newest
+// resolution first, one page at a time.
+func (s *Service) ListApprovals(ctx context.Context, p engine.Principal, f ApprovalFilter) (ApprovalPage, error) {
+	limit := clampLimit(f.Limit, approvalsDefaultLimit, approvalsMaxLimit)
+	cur, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return ApprovalPage{}, err
+	}
+	if f.Risk != "" && !f.Risk.Valid() {
+		return ApprovalPage{}, &InvalidError{Msg: "unknown risk"}
+	}
+	pending := f.Status == "" || f.Status == engine.ApprovalPending
+	status := ""
+	if !pending && f.Status != "resolved" {
+		if !f.Status.Valid() {
+			return ApprovalPage{}, &InvalidError{Msg: "unknown status"}
+		}
+		status = string(f.Status)
+	}
+	// A malformed run or session id matches nothing rather than erroring.
+	if (f.RunID != "" && !validUUID(f.RunID)) || (f.SessionID != "" && !validUUID(f.SessionID)) {
+		return ApprovalPage{Items: []Approval{}}, nil
+	}
+	var rows pgx.Rows
+	if pending {
+		var rank, at, id any
+		if cur != nil {
+			rank, at, id = cur.Rank, cur.At, cur.ID
+		}
+		rows, err = s.pool.Query(ctx, approvalListPending, p.TenantID, nullUUID(f.RunID), nullUUID(f.SessionID),
+			string(f.Risk), f.Since, f.Until, rank, at, id, limit+1)
+	} else {
+		var at, id any
+		if cur != nil {
+			at, id = cur.At, cur.ID
+		}
+		rows, err = s.pool.Query(ctx, approvalListHistory, p.TenantID, status, nullUUID(f.RunID),
+			nullUUID(f.SessionID), string(f.Risk), f.ResolvedBy, f.Since, f.Until, at, id, limit+1)
+	}
+	if err != nil {
+		return ApprovalPage{}, fmt.Errorf("service: list approvals: %w", err)
+	}
+	list, err := collectApprovals(rows)
+	if err != nil {
+		return ApprovalPage{}, fmt.Errorf("service: list approvals: %w", err)
+	}
+	page := ApprovalPage{Items: make([]Approval, 0, min(len(list), limit))}
+	for i, a := range list {
+		if i == limit {
+			last := list[i-1]
+			c := approvalCursor{Rank: last.RiskRank, At: last.CreatedAt, ID: last.ID}
+			if !pending && last.ResolvedAt != nil {
+				c = approvalCursor{At: *last.ResolvedAt, ID: last.ID}
+			}
+			page.NextCursor = encodeCursor(c)
+			break
+		}
+		page.Items = append(page.Items, a.Approval)
+	}
+	return page, nil
+}

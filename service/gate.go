@@ -1,0 +1,377 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"gatehouse/engine"
+)
+
+// failureCircuitBreaker is the failure reason of a run the circuit breaker
+// ended (the seed's ToolPolicyDenied).
+const failureCircuitBreaker = "tool_policy_denied"
+
+// failureDeadlineExceeded is the failure reason of a run past its deadline.
+const failureDeadlineExceeded = "deadline_exceeded"
+
+// circuitBreakerThreshold is how many identical denied proposals a run may
+// make: the third fails it. Three, not one, because a model correcting its
+// arguments after a denial changes the hash.
+const circuitBreakerThreshold = 3
+
+// Propose is the single gate for a proposed action: lease check, then
+// catalog lookup, scope check against the run's stamp and the engine
+// (engine.Gate), then the decision is persisted on the invocation. Outcomes:
+//   - allow / allow_with_modifications: AUTHORIZED through authorize;
+//   - deny: DENIED with the denial result; the third identical denial in the
+//     run fails it (circuit breaker);
+//   - require_approval: the seed's parking steps in one transaction, the run
+//     left WAITING_FOR_APPROVAL with its lease released;
+//   - a repeat of the same action_id returns the stored outcome, a different
+//     argument hash for it is ErrConflict;
+//   - a stale lease is ErrStaleLease, another tenant's run ErrNotFound.
+func (s *Service) Propose(ctx context.Context, p engine.Principal, runID string, lease Lease, req engine.ActionRequest) (ProposeResult, error) {
+	if err := validateRequest(req); err != nil {
+		return ProposeResult{}, err
+	}
+	now := s.now()
+	var res ProposeResult
+	err := s.withTx(ctx, func(tx pgx.Tx, after *afterCommit) error {
+		run, err := lockRunForWorker(ctx, tx, p.TenantID, runID, lease, now)
+		if errors.Is(err, ErrStaleLease) && retriedAfterPark(run, lease) {
+			// The worker's proposal parked the run and released its
+			// lease; answer its retry from the record.
+			res, err = s.storedProposal(ctx, tx, run, req)
+			if errors.Is(err, ErrNotFound) {
+				return ErrStaleLease
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		if res, err = s.storedProposal(ctx, tx, run, req); !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		res, err = s.propose(ctx, tx, after, run, req, now)
+		return err
+	})
+	if err != nil {
+		return ProposeResult{}, fmt.Errorf("service: propose: %w", err)
+	}
+	if s.failAfterStep != nil {
+		if err := s.failAfterStep(8); err != nil {
+			return ProposeResult{}, err
+		}
+	}
+	return res, nil
+}
+
+func retriedAfterPark(run Run, lease Lease) bool {
+	return run.Status == RunWaitingForApproval && run.WorkerID == lease.WorkerID && run.FencingToken == lease.FencingToken
+}
+
+func validateRequest(req engine.ActionRequest) error {
+	switch {
+	case !validUUID(req.ActionID):
+		return &InvalidError{Msg: "action.action_id must be a uuid"}
+	case req.Name == "" || len(req.Name) > maxIDLength:
+		return &InvalidError{Msg: "action.name is required (at most 200 characters)"}
+	case req.Kind != "" && !req.Kind.Valid():
+		return &InvalidError{Msg: "action.kind is not an action kind"}
+	case req.OriginTrust != "" && !req.OriginTrust.Valid():
+		return &InvalidError{Msg: "action.origin_trust is not a trust level"}
+	case req.StepNumber < 0:
+		return &InvalidError{Msg: "action.step_number must not be negative"}
+	}
+	for k, t := range req.ArgumentTrust {
+		if !t.Valid() || len(k) > maxIDLength {
+			return &InvalidError{Msg: "action.argument_trust holds an unknown trust level"}
+		}
+	}
+	return nil
+}
+
+// storedProposal answers a repeated action_id from the record; ErrNotFound
+// when the action is new, ErrConflict when its arguments differ.
+func (s *Service) storedProposal(ctx context.Context, tx pgx.Tx, run Run, req engine.ActionRequest) (ProposeResult, error) {
+	inv, found, err := getInvocationByAction(ctx, tx, run.ID, req.ActionID)
+	if err != nil {
+		return ProposeResult{}, err
+	}
+	if !found {
+		return ProposeResult{}, ErrNotFound
+	}
+	_, hash := engine.NormalizeArguments(req.Arguments)
+	if hash != inv.NormalizedArgumentsHash || req.Name != inv.ToolName {
+		return ProposeResult{}, fmt.Errorf("action_id reused with different arguments: %w", ErrConflict)
+	}
+	res := ProposeResult{
+		Decision:     inv.Decision.Decision,
+		InvocationID: inv.ID,
+		ApprovalID:   inv.ApprovalID,
+		RunStatus:    run.Status,
+	}
+	if inv.Decision.Decision == engine.DecisionDeny {
+		d := engine.Denial(inv.ToolName, inv.ReasonCode, missingFrom(inv.Action, run))
+		res.Result = &d
+	}
+	if inv.Decision.Decision == engine.DecisionAllowWithModifications {
+		res.EffectiveArguments = inv.Decision.ModifiedArguments
+	}
+	return res, nil
+}
+
+// missingFrom recomputes which scopes a scope denial named.
+func missingFrom(a engine.ProposedAction, run Run) []string {
+	return engine.MissingScopes(a.RequiredScopes, run.PrincipalScopes)
+}
+
+// propose decides a new action and persists the outcome.
+func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, req engine.ActionRequest, now time.Time) (ProposeResult, error) {
+	rs, ok := s.ruleset(run.PolicyProfile)
+	var out engine.GateOutcome
+	if ok {
+		// The principal the engine sees is the run's stamp, never the
+		// caller's or the principal's current scopes (gate 13).
+		out = engine.Gate(req, s.cfg.Policy.Catalog, run.snapshot(), run.stampPrincipal(), rs, now)
+	} else {
+		// The run's profile is no longer loaded: nothing can classify it.
+		out = unclassifiable(req)
+	}
+	if out.Action.NormalizedArgumentsHash == "" {
+		out.NormalizedArguments, out.Action.NormalizedArgumentsHash = engine.NormalizeArguments(req.Arguments)
+	}
+	inv := newInvocation{id: newID(), runID: run.ID, tenantID: run.TenantID, req: req, out: out, now: now}
+	res := ProposeResult{Decision: out.Decision.Decision, InvocationID: inv.id, RunStatus: run.Status}
+	switch out.Decision.Decision {
+	case engine.DecisionAllow, engine.DecisionAllowWithModifications:
+		inv.status = InvocationProposed
+		row, err := insertInvocation(ctx, tx, inv)
+		if err != nil {
+			return res, err
+		}
+		if err := s.authorize(ctx, tx, row, now); err != nil {
+			return res, err
+		}
+		res.EffectiveArguments = out.EffectiveArguments
+		return res, nil
+	case engine.DecisionRequireApproval:
+		return s.park(ctx, tx, after, run, inv, rs)
+	default:
+		return s.deny(ctx, tx, after, run, inv)
+	}
+}
+
+func unclassifiable(req engine.ActionRequest) engine.GateOutcome {
+	return engine.GateOutcome{
+		Action:   engine.ProposedAction{Kind: req.Kind, ActionID: req.ActionID, Name: req.Name, OriginTrust: req.OriginTrust},
+		Decision: engine.PolicyDecision{Decision: engine.DecisionDeny, ReasonCode: engine.ReasonUnclassifiable, Layer: engine.LayerValidation},
+	}
+}
+
+// authorize is the single gate's only transition to AUTHORIZED (gate 3):
+// Propose reaches it on allow, Resume after revalidation passes. Outcomes:
+// authorized now; ErrConflict when the invocation was in no state an
+// authorization may leave (already authorized, denied, cancelled).
+func (s *Service) authorize(ctx context.Context, tx pgx.Tx, inv invocationRow, now time.Time) error {
+	row, err := scanInvocation(tx.QueryRow(ctx, invocationAuthorize, inv.ID, now))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("authorize %s: %w", inv.Status, ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("authorize: %w", err)
+	}
+	if s.onAuthorize != nil {
+		s.onAuthorize(row.ID)
+	}
+	return insertEvent(ctx, tx, row.TenantID, row.RunID, EventActionAuthorized, now, map[string]any{
+		"invocation_id": row.ID, "tool_name": row.ToolName, "decision": row.Decision.Decision,
+		"policy_version": row.PolicyVersion, "approval_id": row.ApprovalID,
+	})
+}
+
+// deny records a denied proposal and trips the circuit breaker on the
+// third identical one.
+func (s *Service) deny(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv newInvocation) (ProposeResult, error) {
+	inv.status = InvocationDenied
+	row, err := insertInvocation(ctx, tx, inv)
+	if err != nil {
+		return ProposeResult{}, err
+	}
+	reason := inv.out.Decision.ReasonCode
+	d := engine.Denial(inv.req.Name, reason, inv.out.MissingScopes)
+	res := ProposeResult{Decision: engine.DecisionDeny, InvocationID: row.ID, RunStatus: run.Status, Result: &d}
+	if err := insertEvent(ctx, tx, run.TenantID, run.ID, EventActionDenied, inv.now, map[string]any{
+		"invocation_id": row.ID, "tool_name": row.ToolName, "reason_code": reason,
+		"policy_version": row.PolicyVersion,
+	}); err != nil {
+		return res, err
+	}
+	after.add(func() { s.metrics.Denied(reason) })
+	var n int
+	if err := tx.QueryRow(ctx, invocationCountDenials, run.ID, row.ToolName, row.NormalizedArgumentsHash, reason).Scan(&n); err != nil {
+		return res, fmt.Errorf("count denials: %w", err)
+	}
+	if n < circuitBreakerThreshold {
+		return res, nil
+	}
+	failed, ok, err := failRun(ctx, tx, run.ID, []string{RunRunning}, failureCircuitBreaker, inv.now)
+	if err != nil || !ok {
+		return res, err
+	}
+	res.RunStatus = failed.Status
+	after.add(s.metrics.CircuitBreakerTripped)
+	return res, insertEvent(ctx, tx, run.TenantID, run.ID, EventCircuitBreakerTipped, inv.now, map[string]any{
+		"tool_name": row.ToolName, "reason_code": reason, "denials": n,
+	})
+}
+
+// Park steps, numbered as the seed numbers them (step 7 here is the NOTIFY
+// latency hint).
+const (
+	stepInvocation = iota + 1
+	stepApproval
+	stepCheckpoint
+	stepWaiting
+	stepReleaseLease
+	stepEvent
+	stepNotify
+)
+
+// park runs the seed's steps for REQUIRE_APPROVAL, in its order, in the
+// caller's transaction: invocation WAITING_FOR_APPROVAL, approval row,
+// checkpoint, guarded RUNNING -> WAITING_FOR_APPROVAL (a run cancelled
+// concurrently rolls everything back), lease release last, then the
+// approval.requested event and NOTIFY. A failure at any step rolls back to
+// a RUNNING run with its lease and no approval, which its lease expiry makes
+// reclaimable; after commit the run is correctly parked.
+func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv newInvocation, rs *engine.LoadedRuleset) (ProposeResult, error) {
+	now := inv.now
+	if run.Deadline != nil && !now.Before(*run.Deadline) {
+		// An already-expired run fails instead of entering an approval wait.
+		return s.denyPastDeadline(ctx, tx, after, run, inv)
+	}
+	a := inv.out.Action
+	approvalID := newID()
+	inv.status, inv.approvalID = InvocationWaitingForApproval, approvalID
+	row, err := insertInvocation(ctx, tx, inv)
+	if err != nil {
+		return ProposeResult{}, err
+	}
+	if err := s.step(stepInvocation); err != nil {
+		return ProposeResult{}, err
+	}
+
+	current := s.currentPrincipal(run.TenantID, run.PrincipalID, run.PrincipalScopes)
+	view, digests := engine.RedactedView(a.Arguments)
+	if view == nil {
+		view = map[string]any{}
+	}
+	if digests == nil {
+		digests = map[string]string{}
+	}
+	scopes := current.Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	toolInvocationID := ""
+	if inv.req.Kind == "" || inv.req.Kind.HasToolInvocation() {
+		toolInvocationID = row.ID
+	}
+	approval, err := approvalRepo{tx}.create(ctx, approvalRow{
+		Approval: Approval{
+			ID: approvalID, TenantID: run.TenantID, PrincipalID: run.PrincipalID, RunID: run.ID,
+			SessionID: run.SessionID, ActionKind: row.Kind, ActionID: row.ActionID,
+			ToolInvocationID: toolInvocationID, ActionSummary: row.Summary, ToolName: row.ToolName,
+			SideEffect: a.SideEffect, Arguments: view, ArgumentDigests: digests, Risk: a.Risk,
+			PolicyReason: inv.out.Decision.ReasonCode, PolicyVersion: inv.out.Decision.PolicyVersion,
+			ExpiresAt: engine.ApprovalExpiry(a.Risk, now, run.Deadline, rs.Profile().Expiry),
+			CreatedAt: now,
+		},
+		NormalizedArgumentsHash: row.NormalizedArgumentsHash,
+		RequestedScopes:         scopes,
+		AgentVersion:            run.AgentVersion,
+	})
+	if err != nil {
+		return ProposeResult{}, err
+	}
+	if err := s.step(stepApproval); err != nil {
+		return ProposeResult{}, err
+	}
+
+	if _, err := execRun(ctx, tx, "checkpoint", runCheckpointPark, run.ID, approval.ID, row.StepNumber, now); err != nil {
+		return ProposeResult{}, err
+	}
+	if err := s.step(stepCheckpoint); err != nil {
+		return ProposeResult{}, err
+	}
+
+	n, err := execRun(ctx, tx, "park", runPark, run.ID, run.FencingToken, now)
+	if err != nil {
+		return ProposeResult{}, err
+	}
+	if n == 0 {
+		return ProposeResult{}, fmt.Errorf("park: run left RUNNING: %w", ErrConflict)
+	}
+	if err := s.step(stepWaiting); err != nil {
+		return ProposeResult{}, err
+	}
+
+	if _, err := execRun(ctx, tx, "release lease", runReleaseLease, run.ID, now); err != nil {
+		return ProposeResult{}, err
+	}
+	if err := s.step(stepReleaseLease); err != nil {
+		return ProposeResult{}, err
+	}
+
+	if err := insertEvent(ctx, tx, run.TenantID, run.ID, EventApprovalRequested, now, map[string]any{
+		"approval_id": approval.ID, "invocation_id": row.ID, "tool_name": row.ToolName,
+		"risk": approval.Risk, "side_effect": approval.SideEffect, "expires_at": approval.ExpiresAt,
+	}); err != nil {
+		return ProposeResult{}, err
+	}
+	if err := s.step(stepEvent); err != nil {
+		return ProposeResult{}, err
+	}
+	if err := notify(ctx, tx, run.TenantID); err != nil {
+		return ProposeResult{}, err
+	}
+	if err := s.step(stepNotify); err != nil {
+		return ProposeResult{}, err
+	}
+	after.add(func() { s.metrics.ApprovalRequested(approval.SideEffect, approval.Risk) })
+	return ProposeResult{
+		Decision: engine.DecisionRequireApproval, InvocationID: row.ID, ApprovalID: approval.ID,
+		RunStatus: RunWaitingForApproval,
+	}, nil
+}
+
+func (s *Service) step(n int) error {
+	if s.failAfterStep == nil {
+		return nil
+	}
+	return s.failAfterStep(n)
+}
+
+// denyPastDeadline denies an action that would need approval after the
+// run's deadline and fails the run (deadline_exceeded).
+func (s *Service) denyPastDeadline(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv newInvocation) (ProposeResult, error) {
+	inv.status = InvocationDenied
+	inv.out.Decision.Decision, inv.out.Decision.ReasonCode = engine.DecisionDeny, engine.ReasonApprovalExpired
+	row, err := insertInvocation(ctx, tx, inv)
+	if err != nil {
+		return ProposeResult{}, err
+	}
+	failed, _, err := failRun(ctx, tx, run.ID, []string{RunRunning}, failureDeadlineExceeded, inv.now)
+	if err != nil {
+		return ProposeResult{}, err
+	}
+	after.add(func() { s.metrics.Denied(engine.ReasonApprovalExpired) })
+	d := engine.Denial(row.ToolName, engine.ReasonApprovalExpired, nil)
+	return ProposeResult{Decision: engine.DecisionDeny, InvocationID: row.ID, RunStatus: failed.Status, Result: &d}, nil
+}

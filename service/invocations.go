@@ -1,0 +1,247 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"gatehouse/engine"
+)
+
+const invocationColumns = `id::text, run_id::text, tenant_id, action_id::text, kind, tool_name, tool_version,
+       summary, step_number, status, side_effect, risk, idempotency_class, origin_trust,
+       normalized_arguments_hash, COALESCE(effective_arguments_hash, ''), decision, policy_version,
+       COALESCE(approval_id::text, ''), created_at, updated_at,
+       arguments, effective_arguments, action, reason_code`
+
+// invocationInsert records a proposal with its classification and decision.
+// Its status is PROPOSED, WAITING_FOR_APPROVAL or DENIED: never AUTHORIZED,
+// which only invocationAuthorize writes.
+const invocationInsert = `
+INSERT INTO tool_invocations (id, run_id, tenant_id, action_id, kind, tool_name, tool_version, summary,
+       step_number, status, arguments, normalized_arguments_hash, effective_arguments,
+       effective_arguments_hash, action, decision, policy_version, side_effect, risk,
+       idempotency_class, origin_trust, reason_code, approval_id, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
+        CASE WHEN $10::text IN ('PROPOSED', 'WAITING_FOR_APPROVAL', 'DENIED') THEN $10::text END,
+        $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $24)
+RETURNING ` + invocationColumns
+
+const invocationGetByAction = `SELECT ` + invocationColumns + `
+  FROM tool_invocations WHERE run_id = $1 AND action_id = $2`
+
+const invocationGet = `SELECT ` + invocationColumns + `
+  FROM tool_invocations WHERE id = $1 AND run_id = $2 AND tenant_id = $3`
+
+const invocationListForRun = `SELECT ` + invocationColumns + `
+  FROM tool_invocations WHERE run_id = $1 ORDER BY created_at, id`
+
+// invocationAuthorize is the single gate's only write: the one statement in
+// Gatehouse that moves an invocation to AUTHORIZED (gate 3). It is guarded
+// on the two states an authorization may leave, so a repeat changes nothing.
+const invocationAuthorize = `
+UPDATE tool_invocations SET status = 'AUTHORIZED', updated_at = $2
+ WHERE id = $1 AND status IN ('PROPOSED', 'WAITING_FOR_APPROVAL')
+RETURNING ` + invocationColumns
+
+// invocationDenyWaiting ends an invocation that waited for approval.
+const invocationDenyWaiting = `
+UPDATE tool_invocations SET status = 'DENIED', reason_code = $2, updated_at = $3
+ WHERE id = $1 AND status = 'WAITING_FOR_APPROVAL'`
+
+// invocationCancelForRun ends every invocation of a cancelled run that had
+// not been authorized.
+const invocationCancelForRun = `
+UPDATE tool_invocations SET status = 'CANCELLED', reason_code = 'approval.cancelled', updated_at = $2
+ WHERE run_id = $1 AND status IN ('PROPOSED', 'WAITING_FOR_APPROVAL')`
+
+// invocationRecordResult records the outcome of an authorized execution.
+const invocationRecordResult = `
+UPDATE tool_invocations SET status = $2, updated_at = $3
+ WHERE id = $1 AND status = 'AUTHORIZED'
+RETURNING ` + invocationColumns
+
+// invocationCountDenials counts a run's identical denied proposals, the
+// circuit breaker's key.
+const invocationCountDenials = `
+SELECT count(*) FROM tool_invocations
+ WHERE run_id = $1 AND tool_name = $2 AND normalized_arguments_hash = $3
+   AND reason_code = $4 AND status = 'DENIED'`
+
+// invocationRow is an invocation with what only the service reads.
+type invocationRow struct {
+	Invocation
+	Arguments          json.RawMessage
+	EffectiveArguments json.RawMessage
+	Action             engine.ProposedAction
+	ReasonCode         string
+}
+
+func scanInvocation(row pgx.Row) (invocationRow, error) {
+	var r invocationRow
+	var action []byte
+	err := row.Scan(&r.ID, &r.RunID, &r.TenantID, &r.ActionID, &r.Kind, &r.ToolName, &r.ToolVersion,
+		&r.Summary, &r.StepNumber, &r.Status, &r.SideEffect, &r.Risk, &r.Idempotency, &r.OriginTrust,
+		&r.NormalizedArgumentsHash, &r.EffectiveArgumentsHash, &r.Decision, &r.PolicyVersion,
+		&r.ApprovalID, &r.CreatedAt, &r.UpdatedAt,
+		&r.Arguments, &r.EffectiveArguments, &action, &r.ReasonCode)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(action, &r.Action); err != nil {
+		return r, fmt.Errorf("decode action: %w", err)
+	}
+	if err := json.Unmarshal(r.Arguments, &r.Action.Arguments); err != nil {
+		return r, fmt.Errorf("decode arguments: %w", err)
+	}
+	return r, nil
+}
+
+// newInvocation is what a proposal persists.
+type newInvocation struct {
+	id, runID, tenantID string
+	req                 engine.ActionRequest
+	status              string
+	out                 engine.GateOutcome
+	approvalID          string
+	now                 time.Time
+}
+
+func insertInvocation(ctx context.Context, db DBTX, in newInvocation) (invocationRow, error) {
+	a := in.out.Action
+	withoutArgs := a
+	withoutArgs.Arguments = nil
+	action, err := json.Marshal(withoutArgs)
+	if err != nil {
+		return invocationRow{}, fmt.Errorf("encode action: %w", err)
+	}
+	decision, err := json.Marshal(in.out.Decision)
+	if err != nil {
+		return invocationRow{}, fmt.Errorf("encode decision: %w", err)
+	}
+	args := in.out.NormalizedArguments
+	if len(args) == 0 {
+		args = []byte("{}")
+	}
+	var effective, effectiveHash any
+	if len(in.out.EffectiveNormalized) > 0 {
+		effective, effectiveHash = in.out.EffectiveNormalized, in.out.EffectiveArgumentsHash
+	}
+	originTrust := a.OriginTrust
+	if originTrust == "" {
+		originTrust = in.req.OriginTrust
+	}
+	r, err := scanInvocation(db.QueryRow(ctx, invocationInsert, in.id, in.runID, in.tenantID, in.req.ActionID,
+		string(in.req.Kind), in.req.Name, a.Version, in.req.Summary, in.req.StepNumber, in.status,
+		args, a.NormalizedArgumentsHash, effective, effectiveHash, action, decision,
+		in.out.Decision.PolicyVersion, string(a.SideEffect), string(a.Risk), string(a.Idempotency),
+		string(originTrust), in.out.Decision.ReasonCode, nullUUID(in.approvalID), in.now))
+	if err != nil {
+		return invocationRow{}, fmt.Errorf("insert invocation: %w", err)
+	}
+	return r, nil
+}
+
+func getInvocationByAction(ctx context.Context, db DBTX, runID, actionID string) (invocationRow, bool, error) {
+	r, err := scanInvocation(db.QueryRow(ctx, invocationGetByAction, runID, actionID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return invocationRow{}, false, nil
+	}
+	if err != nil {
+		return invocationRow{}, false, fmt.Errorf("get invocation: %w", err)
+	}
+	return r, true, nil
+}
+
+func getInvocation(ctx context.Context, db DBTX, tenantID, runID, id string) (invocationRow, error) {
+	if !validUUID(id) {
+		return invocationRow{}, ErrNotFound
+	}
+	r, err := scanInvocation(db.QueryRow(ctx, invocationGet, id, runID, tenantID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return invocationRow{}, ErrNotFound
+	}
+	if err != nil {
+		return invocationRow{}, fmt.Errorf("get invocation: %w", err)
+	}
+	return r, nil
+}
+
+func denyWaitingInvocation(ctx context.Context, db DBTX, id, reasonCode string, now time.Time) error {
+	if _, err := db.Exec(ctx, invocationDenyWaiting, id, reasonCode, now); err != nil {
+		return fmt.Errorf("deny invocation: %w", err)
+	}
+	return nil
+}
+
+// RecordResult records the outcome of an authorized invocation: succeeded,
+// failed or uncertain. Outcomes: recorded; the same status again returns the
+// stored invocation; any other state -> ErrConflict; a stale lease ->
+// ErrStaleLease; no such run or invocation in the tenant -> ErrNotFound.
+func (s *Service) RecordResult(ctx context.Context, p engine.Principal, runID, invocationID string, lease Lease, status string) (Invocation, error) {
+	var to string
+	switch strings.ToLower(status) {
+	case "succeeded":
+		to = InvocationSucceeded
+	case "failed":
+		to = InvocationFailed
+	case "uncertain":
+		to = InvocationUncertain
+	default:
+		return Invocation{}, &InvalidError{Msg: "status must be succeeded, failed or uncertain"}
+	}
+	now := s.now()
+	var inv invocationRow
+	err := s.withTx(ctx, func(tx pgx.Tx, _ *afterCommit) error {
+		if _, err := lockRunForWorker(ctx, tx, p.TenantID, runID, lease, now); err != nil {
+			return err
+		}
+		cur, err := getInvocation(ctx, tx, p.TenantID, runID, invocationID)
+		if err != nil {
+			return err
+		}
+		if cur.Status == to {
+			inv = cur
+			return nil
+		}
+		inv, err = scanInvocation(tx.QueryRow(ctx, invocationRecordResult, invocationID, to, now))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrConflict
+		}
+		if err != nil {
+			return fmt.Errorf("record result: %w", err)
+		}
+		return insertEvent(ctx, tx, p.TenantID, runID, EventActionResult, now, map[string]any{
+			"invocation_id": inv.ID, "tool_name": inv.ToolName, "status": to,
+		})
+	})
+	if err != nil {
+		return Invocation{}, fmt.Errorf("service: record result: %w", err)
+	}
+	return inv.Invocation, nil
+}
+
+// ListInvocations lists a run's invocations in proposal order; another
+// tenant's run is ErrNotFound.
+func (s *Service) ListInvocations(ctx context.Context, p engine.Principal, runID string) ([]Invocation, error) {
+	if _, err := getRun(ctx, s.pool, p.TenantID, runID, false); err != nil {
+		return nil, fmt.Errorf("service: list invocations: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, invocationListForRun, runID)
+	if err != nil {
+		return nil, fmt.Errorf("service: list invocations: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Invocation, error) {
+		inv, err := scanInvocation(r)
+		return inv.Invocation, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("service: list invocations: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,49 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// policyProfileUpsert records a loaded ruleset for audit. A replica loading
+// the same bytes again refreshes loaded_at and loaded_by.
+const policyProfileUpsert = `
+INSERT INTO policy_profiles (policy_version, profile_name, profile_sha256, hardline_sha256, rule_count, loaded_at, loaded_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (policy_version) DO UPDATE
+   SET loaded_at = EXCLUDED.loaded_at, loaded_by = EXCLUDED.loaded_by`
+
+// recordProfiles writes a policy_profiles row and a policy.profile.loaded
+// event per ruleset, in one transaction.
+func (s *Service) recordProfiles(ctx context.Context) error {
+	names := make([]string, 0, len(s.cfg.Policy.Rulesets))
+	for name := range s.cfg.Policy.Rulesets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	now := s.now()
+	err := s.withTx(ctx, func(tx pgx.Tx, _ *afterCommit) error {
+		for _, name := range names {
+			rs := s.cfg.Policy.Rulesets[name]
+			if _, err := tx.Exec(ctx, policyProfileUpsert, rs.PolicyVersion(), rs.ProfileName(),
+				rs.ProfileSHA256(), rs.HardlineSHA256(), rs.RuleCount(), now, s.cfg.ReplicaID); err != nil {
+				return fmt.Errorf("record profile %s: %w", name, err)
+			}
+			if err := insertEvent(ctx, tx, SystemTenant, "", EventPolicyProfileLoaded, now, map[string]any{
+				"policy_version": rs.PolicyVersion(),
+				"profile":        rs.ProfileName(),
+				"loaded_by":      s.cfg.ReplicaID,
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("service: record policy profiles: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"gatehouse/engine"
+)
+
+const reaperBatch = 100
+
+// ExpireDue is one reaper pass: it expires up to limit due approvals in one
+// transaction. For each it claims the approval and its run with SKIP LOCKED
+// (rows a resolver, canceller or other reaper holds are left for later),
+// expires it under the pending guard, denies the invocation, writes
+// approval.resolved with resolution "expired" and fails the run
+// (approval.expired) if it is still parked. It never approves anything.
+// It returns how many approvals it expired.
+func (s *Service) ExpireDue(ctx context.Context, limit int) (int, error) {
+	if limit <= 0 {
+		limit = reaperBatch
+	}
+	now := s.now()
+	var n int
+	err := s.withTx(ctx, func(tx pgx.Tx, after *afterCommit) error {
+		n = 0
+		repo := approvalRepo{tx}
+		ids, err := repo.claimDue(ctx, now, limit)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			a, ok, err := repo.expire(ctx, id, now)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			if err := s.expired(ctx, tx, a, now); err != nil {
+				return err
+			}
+			n++
+			risk := a.Risk
+			after.add(func() { s.metrics.ApprovalExpired(risk) })
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("service: expire due approvals: %w", err)
+	}
+	return n, nil
+}
+
+// expired applies an expiry to the approval's invocation and run.
+func (s *Service) expired(ctx context.Context, tx pgx.Tx, a approvalRow, now time.Time) error {
+	inv, found, err := getInvocationByAction(ctx, tx, a.RunID, a.ActionID)
+	if err != nil {
+		return err
+	}
+	if found {
+		if err := denyWaitingInvocation(ctx, tx, inv.ID, engine.ReasonApprovalExpired, now); err != nil {
+			return err
+		}
+	}
+	if err := recordSettled(ctx, tx, a, "", now); err != nil {
+		return err
+	}
+	if _, _, err := failRun(ctx, tx, a.RunID, []string{RunWaitingForApproval}, engine.ReasonApprovalExpired, now); err != nil {
+		return err
+	}
+	return notify(ctx, tx, a.TenantID)
+}
+
+// RunReaper calls ExpireDue every interval until ctx ends, draining full
+// batches at once so a backlog does not wait for the ticker.
+func (s *Service) RunReaper(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		for {
+			n, err := s.ExpireDue(ctx, reaperBatch)
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.Error("reaper pass failed", "err", err)
+				}
+				break
+			}
+			if n < reaperBatch {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

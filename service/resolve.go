@@ -1,0 +1,110 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"gatehouse/engine"
+)
+
+const maxReasonLength = 2000
+
+// ResolveApproval resolves an approval of the principal's tenant: the
+// guarded update of the seed, first resolution wins. Outcomes:
+//   - ResolveApplied: this call resolved it; in the same transaction a deny
+//     denies the invocation, approval.resolved is written, the checkpoint is
+//     updated and, when no approval of the run is pending any more, the run
+//     is re-queued so a worker claims it and resumes;
+//   - ResolveSame: already resolved the same way; the stored approval with
+//     its original resolver and time, and no second event;
+//   - ResolveConflict: resolved differently, expired or cancelled first; the
+//     stored approval;
+//   - ErrNotFound: no such approval in the tenant (never ErrForbidden);
+//   - ErrForbidden: the profile requires a distinct resolver and p started
+//     the run;
+//   - ErrInvalid: approve_for_task (no task grants in 0.1) or an unknown
+//     resolution.
+func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id string, resolution engine.ApprovalResolutionType, reason string) (ResolveOutcome, error) {
+	switch {
+	case resolution == engine.ResolutionApproveForTask:
+		return ResolveOutcome{}, &InvalidError{Msg: "approve_for_task needs a task grant offer; none is offered"}
+	case !resolution.Valid():
+		return ResolveOutcome{}, &InvalidError{Msg: "resolution must be approve_once or deny"}
+	case len(reason) > maxReasonLength:
+		return ResolveOutcome{}, &InvalidError{Msg: "reason is too long"}
+	}
+	now := s.now()
+	var out ResolveOutcome
+	err := s.withTx(ctx, func(tx pgx.Tx, after *afterCommit) error {
+		repo := approvalRepo{tx}
+		cur, err := repo.get(ctx, p.TenantID, id)
+		if err != nil {
+			return err
+		}
+		// Lock the run first, as every run-changing flow does, so that of
+		// two resolutions of one run's approvals the second sees the first.
+		run, err := getRun(ctx, tx, p.TenantID, cur.RunID, true)
+		if err != nil {
+			return err
+		}
+		if rs, ok := s.ruleset(run.PolicyProfile); ok && rs.RequireDistinctResolver() && p.ID == run.PrincipalID {
+			return ErrForbidden
+		}
+		result, a, err := repo.resolve(ctx, p.TenantID, id, p.ID, resolution, reason, now)
+		if err != nil {
+			return err
+		}
+		out = ResolveOutcome{Result: result, Approval: a.Approval}
+		if result != ResolveApplied {
+			return nil
+		}
+		return s.settle(ctx, tx, after, a, now)
+	})
+	if err != nil {
+		return ResolveOutcome{}, fmt.Errorf("service: resolve approval: %w", err)
+	}
+	return out, nil
+}
+
+// settle applies a human resolution to the approval's invocation and run,
+// in the resolving transaction.
+func (s *Service) settle(ctx context.Context, tx pgx.Tx, after *afterCommit, a approvalRow, now time.Time) error {
+	inv, found, err := getInvocationByAction(ctx, tx, a.RunID, a.ActionID)
+	if err != nil {
+		return err
+	}
+	resumable := ""
+	if found {
+		if a.Status == engine.ApprovalDenied {
+			if err := denyWaitingInvocation(ctx, tx, inv.ID, engine.ReasonApprovalDenied, now); err != nil {
+				return err
+			}
+		} else {
+			resumable = inv.ID
+		}
+	}
+	if err := recordSettled(ctx, tx, a, resumable, now); err != nil {
+		return err
+	}
+	if _, _, err := requeueIfSettled(ctx, tx, a.RunID, now); err != nil {
+		return err
+	}
+	if err := notify(ctx, tx, a.TenantID); err != nil {
+		return err
+	}
+	latency := now.Sub(a.CreatedAt)
+	after.add(func() { s.metrics.ApprovalResolved(a.Status, latency) })
+	return nil
+}
+
+// recordSettled drops a settled approval from its run's checkpoint (listing
+// resumableInvocation, if any, for resume) and writes approval.resolved.
+func recordSettled(ctx context.Context, tx pgx.Tx, a approvalRow, resumableInvocation string, now time.Time) error {
+	if _, err := execRun(ctx, tx, "checkpoint", runCheckpointSettle, a.RunID, a.ID, resumableInvocation, now); err != nil {
+		return err
+	}
+	return insertEvent(ctx, tx, a.TenantID, a.RunID, EventApprovalResolved, now, resolvedPayload(a))
+}

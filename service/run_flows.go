@@ -1,0 +1,228 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"gatehouse/engine"
+)
+
+const (
+	leaseMinSeconds     = 5
+	leaseMaxSeconds     = 3600
+	leaseDefaultSeconds = 60
+	maxIDLength         = 200
+)
+
+// SubmitRun creates a QUEUED run with the submitting principal's scopes
+// stamped on it; later changes to the principal never reach this run.
+// An unknown profile is ErrInvalid.
+func (s *Service) SubmitRun(ctx context.Context, p engine.Principal, in SubmitRunInput) (Run, error) {
+	now := s.now()
+	switch {
+	case p.TenantID == "" || p.ID == "":
+		return Run{}, &InvalidError{Msg: "principal has no tenant"}
+	case !validUUID(in.SessionID):
+		return Run{}, &InvalidError{Msg: "session_id must be a uuid"}
+	case in.AgentID == "" || len(in.AgentID) > maxIDLength:
+		return Run{}, &InvalidError{Msg: "agent_id is required (at most 200 characters)"}
+	case in.AgentVersion == "" || len(in.AgentVersion) > maxIDLength:
+		return Run{}, &InvalidError{Msg: "agent_version is required (at most 200 characters)"}
+	case in.Deadline != nil && !in.Deadline.After(now):
+		return Run{}, &InvalidError{Msg: "deadline must be in the future"}
+	}
+	profile := in.PolicyProfile
+	if profile == "" {
+		profile = s.cfg.Policy.Default
+	}
+	if _, ok := s.ruleset(profile); !ok {
+		return Run{}, &InvalidError{Msg: "unknown policy_profile"}
+	}
+	scopes := append([]string{}, p.Scopes...)
+	var run Run
+	err := s.withTx(ctx, func(tx pgx.Tx, _ *afterCommit) error {
+		var err error
+		run, err = scanRun(tx.QueryRow(ctx, runInsert, newID(), p.TenantID, p.ID, in.SessionID, in.AgentID,
+			in.AgentVersion, profile, scopes, in.Deadline, now))
+		if err != nil {
+			return fmt.Errorf("insert run: %w", err)
+		}
+		return insertEvent(ctx, tx, run.TenantID, run.ID, EventRunSubmitted, now, map[string]any{
+			"agent_id": run.AgentID, "agent_version": run.AgentVersion, "policy_profile": run.PolicyProfile,
+		})
+	})
+	if err != nil {
+		return Run{}, fmt.Errorf("service: submit run: %w", err)
+	}
+	return run, nil
+}
+
+// GetRun reads a run of the principal's tenant; another tenant's run is
+// ErrNotFound.
+func (s *Service) GetRun(ctx context.Context, p engine.Principal, runID string) (Run, error) {
+	r, err := getRun(ctx, s.pool, p.TenantID, runID, false)
+	if err != nil {
+		return Run{}, fmt.Errorf("service: %w", err)
+	}
+	return r, nil
+}
+
+func leaseDuration(seconds int) (time.Duration, error) {
+	if seconds == 0 {
+		seconds = leaseDefaultSeconds
+	}
+	if seconds < leaseMinSeconds || seconds > leaseMaxSeconds {
+		return 0, &InvalidError{Msg: "lease_seconds must be between 5 and 3600"}
+	}
+	return time.Duration(seconds) * time.Second, nil
+}
+
+// ClaimRun leases the oldest QUEUED run of the principal's tenant, or a
+// RUNNING one whose lease expired (optionally only in.RunID), with the next
+// fencing token. ok=false when there is nothing to claim (204).
+func (s *Service) ClaimRun(ctx context.Context, p engine.Principal, in ClaimInput) (run Run, ok bool, err error) {
+	d, err := leaseDuration(in.LeaseSeconds)
+	if err != nil {
+		return Run{}, false, err
+	}
+	if in.WorkerID == "" || len(in.WorkerID) > maxIDLength {
+		return Run{}, false, &InvalidError{Msg: "worker_id is required (at most 200 characters)"}
+	}
+	if in.RunID != "" && !validUUID(in.RunID) {
+		return Run{}, false, nil
+	}
+	now := s.now()
+	err = s.withTx(ctx, func(tx pgx.Tx, _ *afterCommit) error {
+		var err error
+		run, err = scanRun(tx.QueryRow(ctx, runClaim, p.TenantID, in.WorkerID, now.Add(d), now, nullUUID(in.RunID)))
+		if errors.Is(err, pgx.ErrNoRows) {
+			ok = false
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("claim: %w", err)
+		}
+		ok = true
+		return insertEvent(ctx, tx, run.TenantID, run.ID, EventRunClaimed, now, map[string]any{
+			"worker_id": run.WorkerID, "fencing_token": run.FencingToken,
+		})
+	})
+	if err != nil {
+		return Run{}, false, fmt.Errorf("service: claim run: %w", err)
+	}
+	return run, ok, nil
+}
+
+// Heartbeat extends the lease of the worker that holds it. Outcomes:
+// extended; ErrStaleLease when the lease expired, another worker claimed the
+// run, or the run left RUNNING; ErrNotFound for no such run in the tenant.
+func (s *Service) Heartbeat(ctx context.Context, p engine.Principal, runID string, lease Lease, leaseSeconds int) (Run, error) {
+	d, err := leaseDuration(leaseSeconds)
+	if err != nil {
+		return Run{}, err
+	}
+	if !validUUID(runID) {
+		return Run{}, ErrNotFound
+	}
+	now := s.now()
+	r, err := scanRun(s.pool.QueryRow(ctx, runHeartbeat, runID, p.TenantID, lease.WorkerID, lease.FencingToken, now.Add(d), now))
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, err := getRun(ctx, s.pool, p.TenantID, runID, false); err != nil {
+			return Run{}, fmt.Errorf("service: heartbeat: %w", err)
+		}
+		return Run{}, fmt.Errorf("service: heartbeat: %w", ErrStaleLease)
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("service: heartbeat: %w", err)
+	}
+	return r, nil
+}
+
+// CompleteRun ends a RUNNING run the worker holds, as completed or failed.
+func (s *Service) CompleteRun(ctx context.Context, p engine.Principal, runID string, lease Lease, status string) (Run, error) {
+	var to, typ string
+	switch strings.ToLower(status) {
+	case "completed":
+		to, typ = RunCompleted, EventRunCompleted
+	case "failed":
+		to, typ = RunFailed, EventRunFailed
+	default:
+		return Run{}, &InvalidError{Msg: "status must be completed or failed"}
+	}
+	now := s.now()
+	var run Run
+	err := s.withTx(ctx, func(tx pgx.Tx, _ *afterCommit) error {
+		if _, err := lockRunForWorker(ctx, tx, p.TenantID, runID, lease, now); err != nil {
+			return err
+		}
+		reason := ""
+		if to == RunFailed {
+			reason = "worker_failed"
+		}
+		var err error
+		run, _, err = transitionRun(ctx, tx, runID, []string{RunRunning}, to, reason, false, now)
+		if err != nil {
+			return err
+		}
+		return insertEvent(ctx, tx, run.TenantID, run.ID, typ, now, map[string]any{"failure_reason": reason})
+	})
+	if err != nil {
+		return Run{}, fmt.Errorf("service: complete run: %w", err)
+	}
+	return run, nil
+}
+
+// CancelRun cancels a run of the principal's tenant. Outcomes: QUEUED or
+// WAITING_FOR_APPROVAL -> CANCELLED, its pending approvals -> cancelled (the
+// same pending guard as resolve and reap, so a lost race changes nothing)
+// and its waiting invocations -> CANCELLED; RUNNING -> CANCELLED with the
+// lease fenced, so the worker's next call is stale; already terminal ->
+// ErrConflict; another tenant's or no run -> ErrNotFound.
+func (s *Service) CancelRun(ctx context.Context, p engine.Principal, runID string) (Run, error) {
+	now := s.now()
+	var run Run
+	err := s.withTx(ctx, func(tx pgx.Tx, after *afterCommit) error {
+		cur, err := getRun(ctx, tx, p.TenantID, runID, true)
+		if err != nil {
+			return err
+		}
+		switch cur.Status {
+		case RunCompleted, RunFailed, RunCancelled:
+			return ErrConflict
+		}
+		cancelled, err := cancelApprovalsForRun(ctx, tx, runID, now)
+		if err != nil {
+			return err
+		}
+		for _, a := range cancelled {
+			if err := insertEvent(ctx, tx, a.TenantID, a.RunID, EventApprovalResolved, now, resolvedPayload(a)); err != nil {
+				return err
+			}
+			latency := now.Sub(a.CreatedAt)
+			after.add(func() { s.metrics.ApprovalResolved(engine.ApprovalCancelled, latency) })
+		}
+		if _, err := tx.Exec(ctx, invocationCancelForRun, runID, now); err != nil {
+			return fmt.Errorf("cancel invocations: %w", err)
+		}
+		run, _, err = transitionRun(ctx, tx, runID, []string{cur.Status}, RunCancelled, "cancelled",
+			cur.Status == RunRunning, now)
+		if err != nil {
+			return err
+		}
+		if err := insertEvent(ctx, tx, run.TenantID, run.ID, EventRunCancelled, now, map[string]any{
+			"cancelled_by": p.ID, "approvals_cancelled": len(cancelled),
+		}); err != nil {
+			return err
+		}
+		return notify(ctx, tx, run.TenantID)
+	})
+	if err != nil {
+		return Run{}, fmt.Errorf("service: cancel run: %w", err)
+	}
+	return run, nil
+}

@@ -1,0 +1,221 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"gatehouse/engine"
+)
+
+const runColumns = `id::text, tenant_id, principal_id, session_id::text, agent_id, agent_version,
+       policy_profile, principal_scopes, status, failure_reason, checkpoint, deadline,
+       worker_id, lease_expires_at, fencing_token, created_at, updated_at`
+
+const runInsert = `
+INSERT INTO runs (id, tenant_id, principal_id, session_id, agent_id, agent_version, policy_profile,
+                  principal_scopes, status, deadline, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $10)
+RETURNING ` + runColumns
+
+const runGet = `SELECT ` + runColumns + ` FROM runs WHERE id = $1 AND tenant_id = $2`
+
+// runLock takes the run's row lock. Every flow that changes a run and its
+// approvals locks the run first, so two resolutions of one run's approvals
+// serialize and the second sees whether any approval is still pending.
+const runLock = `SELECT ` + runColumns + ` FROM runs WHERE id = $1 AND tenant_id = $2 FOR UPDATE`
+
+// runClaim takes the oldest QUEUED run of a tenant, or a RUNNING one whose
+// lease expired, skipping rows another claimer holds, and leases it with the
+// next fencing token.
+const runClaim = `
+UPDATE runs
+   SET status = 'RUNNING', worker_id = $2, lease_expires_at = $3,
+       fencing_token = fencing_token + 1, updated_at = $4
+ WHERE id = (
+        SELECT id FROM runs
+         WHERE tenant_id = $1
+           AND (status = 'QUEUED' OR (status = 'RUNNING' AND lease_expires_at <= $4))
+           AND ($5::uuid IS NULL OR id = $5)
+         ORDER BY created_at, id
+         LIMIT 1
+           FOR UPDATE SKIP LOCKED)
+RETURNING ` + runColumns
+
+// runHeartbeat extends a lease its holder still holds.
+const runHeartbeat = `
+UPDATE runs SET lease_expires_at = $5, updated_at = $6
+ WHERE id = $1 AND tenant_id = $2 AND status = 'RUNNING'
+   AND worker_id = $3 AND fencing_token = $4 AND lease_expires_at > $6
+RETURNING ` + runColumns
+
+// runTransition moves a run from one of the given statuses to another,
+// ending any lease; $5 bumps the fencing token so a fenced worker's next
+// call is stale.
+const runTransition = `
+UPDATE runs
+   SET status = $3, failure_reason = $4, fencing_token = fencing_token + $5,
+       lease_expires_at = NULL, updated_at = $6
+ WHERE id = $1 AND status = ANY($2)
+RETURNING ` + runColumns
+
+// runRequeueIfSettled re-queues a parked run once none of its approvals is
+// pending any more, so a worker claims and resumes it.
+const runRequeueIfSettled = `
+UPDATE runs SET status = 'QUEUED', updated_at = $2
+ WHERE id = $1 AND status = 'WAITING_FOR_APPROVAL'
+   AND NOT EXISTS (SELECT 1 FROM approvals WHERE run_id = $1 AND status = 'pending')
+RETURNING ` + runColumns
+
+// runCheckpointPark records a new pending approval (park step 3).
+const runCheckpointPark = `
+UPDATE runs
+   SET checkpoint = jsonb_set(jsonb_set(checkpoint, '{pending_approval_ids}',
+                      COALESCE(checkpoint->'pending_approval_ids', '[]'::jsonb) || to_jsonb($2::text)),
+                      '{step_number}', to_jsonb($3::int)),
+       updated_at = $4
+ WHERE id = $1`
+
+// runPark is park step 4: guarded on RUNNING under the caller's fencing
+// token, so a run cancelled concurrently is not parked.
+const runPark = `
+UPDATE runs SET status = 'WAITING_FOR_APPROVAL', updated_at = $3
+ WHERE id = $1 AND status = 'RUNNING' AND fencing_token = $2`
+
+// runReleaseLease is park step 5, last. worker_id stays as the last holder
+// so a retried proposal of that worker can be answered from the record.
+const runReleaseLease = `
+UPDATE runs SET lease_expires_at = NULL, updated_at = $2
+ WHERE id = $1 AND status = 'WAITING_FOR_APPROVAL'`
+
+// runCheckpointSettle drops a settled approval from the checkpoint and, when
+// it was approved, lists its invocation as awaiting resume.
+const runCheckpointSettle = `
+UPDATE runs
+   SET checkpoint = jsonb_set(jsonb_set(checkpoint, '{pending_approval_ids}',
+                      COALESCE(checkpoint->'pending_approval_ids', '[]'::jsonb) - $2::text),
+                      '{resumable_invocation_ids}',
+                      COALESCE(checkpoint->'resumable_invocation_ids', '[]'::jsonb)
+                        || CASE WHEN $3::text = '' THEN '[]'::jsonb ELSE to_jsonb($3::text) END),
+       updated_at = $4
+ WHERE id = $1`
+
+// runCheckpointResumed drops a resumed invocation from the checkpoint.
+const runCheckpointResumed = `
+UPDATE runs
+   SET checkpoint = jsonb_set(checkpoint, '{resumable_invocation_ids}',
+                      COALESCE(checkpoint->'resumable_invocation_ids', '[]'::jsonb) - $2::text),
+       updated_at = $3
+ WHERE id = $1`
+
+func scanRun(row pgx.Row) (Run, error) {
+	var r Run
+	err := row.Scan(&r.ID, &r.TenantID, &r.PrincipalID, &r.SessionID, &r.AgentID, &r.AgentVersion,
+		&r.PolicyProfile, &r.PrincipalScopes, &r.Status, &r.FailureReason, &r.Checkpoint, &r.Deadline,
+		&r.WorkerID, &r.LeaseExpiresAt, &r.FencingToken, &r.CreatedAt, &r.UpdatedAt)
+	if r.Checkpoint.PendingApprovalIDs == nil {
+		r.Checkpoint.PendingApprovalIDs = []string{}
+	}
+	return r, err
+}
+
+// getRun reads a run of a tenant; another tenant's run is ErrNotFound.
+func getRun(ctx context.Context, db DBTX, tenantID, runID string, lock bool) (Run, error) {
+	if !validUUID(runID) {
+		return Run{}, ErrNotFound
+	}
+	q := runGet
+	if lock {
+		q = runLock
+	}
+	r, err := scanRun(db.QueryRow(ctx, q, runID, tenantID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Run{}, ErrNotFound
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("get run: %w", err)
+	}
+	return r, nil
+}
+
+// lockRunForWorker locks a run for a worker call and checks the lease:
+// ErrNotFound for no such run in the tenant, ErrStaleLease when the run is
+// not RUNNING under this worker's unexpired lease and fencing token (the run
+// is returned so the caller can answer a retry from the record).
+func lockRunForWorker(ctx context.Context, tx DBTX, tenantID, runID string, lease Lease, now time.Time) (Run, error) {
+	r, err := getRun(ctx, tx, tenantID, runID, true)
+	if err != nil {
+		return r, err
+	}
+	if r.Status != RunRunning || r.WorkerID != lease.WorkerID || r.FencingToken != lease.FencingToken ||
+		r.LeaseExpiresAt == nil || !now.Before(*r.LeaseExpiresAt) {
+		return r, ErrStaleLease
+	}
+	return r, nil
+}
+
+// transitionRun moves a run from one of from to to; ok=false when the run
+// was in none of them (someone else moved it first).
+func transitionRun(ctx context.Context, db DBTX, runID string, from []string, to, reason string, fence bool, now time.Time) (Run, bool, error) {
+	bump := 0
+	if fence {
+		bump = 1
+	}
+	r, err := scanRun(db.QueryRow(ctx, runTransition, runID, from, to, reason, bump, now))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Run{}, false, nil
+	}
+	if err != nil {
+		return Run{}, false, fmt.Errorf("run %s -> %s: %w", runID, to, err)
+	}
+	return r, true, nil
+}
+
+// failRun fails a run in one of the from statuses and writes run.failed;
+// ok=false when the run was in none of them.
+func failRun(ctx context.Context, db DBTX, runID string, from []string, reason string, now time.Time) (Run, bool, error) {
+	r, ok, err := transitionRun(ctx, db, runID, from, RunFailed, reason, false, now)
+	if err != nil || !ok {
+		return r, ok, err
+	}
+	return r, true, insertEvent(ctx, db, r.TenantID, r.ID, EventRunFailed, now, map[string]any{"failure_reason": reason})
+}
+
+// requeueIfSettled re-queues a parked run with no pending approval left and
+// writes run.queued; ok=false when the run stays as it is.
+func requeueIfSettled(ctx context.Context, db DBTX, runID string, now time.Time) (Run, bool, error) {
+	r, err := scanRun(db.QueryRow(ctx, runRequeueIfSettled, runID, now))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Run{}, false, nil
+	}
+	if err != nil {
+		return Run{}, false, fmt.Errorf("requeue run: %w", err)
+	}
+	return r, true, insertEvent(ctx, db, r.TenantID, r.ID, EventRunQueued, now, map[string]any{})
+}
+
+func execRun(ctx context.Context, db DBTX, what, q string, args ...any) (int64, error) {
+	tag, err := db.Exec(ctx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("run %s: %w", what, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// snapshot is what the engine knows of the run: the stamp, never current
+// scopes.
+func (r Run) snapshot() engine.RunSnapshot {
+	return engine.RunSnapshot{
+		ID: r.ID, TenantID: r.TenantID, SessionID: r.SessionID, PrincipalID: r.PrincipalID,
+		PrincipalScopes: r.PrincipalScopes, AgentVersion: r.AgentVersion,
+		PolicyProfile: r.PolicyProfile, Deadline: r.Deadline,
+	}
+}
+
+// stampPrincipal is the run's principal as stamped at submission.
+func (r Run) stampPrincipal() engine.Principal {
+	return engine.Principal{ID: r.PrincipalID, TenantID: r.TenantID, Scopes: r.PrincipalScopes}
+}

@@ -1,0 +1,164 @@
+// Package service is Gatehouse's application layer: runs and their leases,
+// the single gate, approvals, resume with revalidation, the expiry reaper and
+// the event log, on PostgreSQL through pgx. Every surface (API, console, CLI)
+// calls these methods; SQL lives in one repository file per table.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"gatehouse/engine"
+	"gatehouse/rules"
+)
+
+// SystemTenant is the tenant of events that belong to no tenant, such as
+// policy.profile.loaded: the empty string, which no principal can hold.
+const SystemTenant = ""
+
+// Config wires a Service.
+type Config struct {
+	Pool       *pgxpool.Pool
+	Policy     *rules.Set // rulesets by profile, default profile, catalog
+	Principals PrincipalDirectory
+	Now        func() time.Time // nil: time.Now (the only clock read)
+	Logger     *slog.Logger
+	Metrics    Metrics
+	// ReplicaID names this process in leases and policy_profiles.loaded_by.
+	ReplicaID string
+}
+
+// Service is the application layer every surface calls: API, console, CLI.
+type Service struct {
+	cfg     Config
+	pool    *pgxpool.Pool
+	now     func() time.Time
+	log     *slog.Logger
+	metrics Metrics
+
+	// failAfterStep injects a crash after a numbered step of parking a run
+	// (1..7 inside the transaction, 8 after commit). Set only in tests.
+	failAfterStep func(step int) error
+	// onAuthorize observes every authorization. Set only in tests.
+	onAuthorize func(invocationID string)
+}
+
+// New builds a Service and records policy.profile.loaded for each ruleset,
+// as system-tenant events (SystemTenant) beside policy_profiles rows.
+func New(ctx context.Context, cfg Config) (*Service, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("service: config needs a pool")
+	}
+	if cfg.Policy == nil {
+		return nil, errors.New("service: config needs the loaded policy")
+	}
+	s := &Service{cfg: cfg, pool: cfg.Pool, now: cfg.Now, log: cfg.Logger, metrics: cfg.Metrics}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.metrics == nil {
+		s.metrics = noMetrics{}
+	}
+	if s.cfg.ReplicaID == "" {
+		s.cfg.ReplicaID = "gatehouse"
+	}
+	if err := s.recordProfiles(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Ping reports whether the database answers (readiness).
+func (s *Service) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("service: ping: %w", err)
+	}
+	return nil
+}
+
+// DBTX is what repository functions run on: the pool or a transaction.
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+const txAttempts = 5
+
+// withTx runs fn in a transaction, retrying a bounded number of times when
+// PostgreSQL reports a serialization failure or a deadlock (fn must be safe
+// to re-run: it only touches the transaction). after runs once, after the
+// commit that succeeded, for side effects such as metrics.
+func (s *Service) withTx(ctx context.Context, fn func(tx pgx.Tx, after *afterCommit) error) error {
+	var err error
+	for attempt := range txAttempts {
+		var after afterCommit
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return fn(tx, &after) })
+		if err == nil {
+			after.run()
+			return nil
+		}
+		if !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		s.log.Debug("service: retrying transaction", "attempt", attempt+1)
+	}
+	return err
+}
+
+// afterCommit collects side effects that must happen only once the
+// transaction committed.
+type afterCommit struct{ fns []func() }
+
+func (a *afterCommit) add(fn func()) { a.fns = append(a.fns, fn) }
+func (a *afterCommit) run() {
+	for _, fn := range a.fns {
+		fn()
+	}
+}
+
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+func (s *Service) ruleset(profile string) (*engine.LoadedRuleset, bool) {
+	return s.cfg.Policy.Ruleset(profile)
+}
+
+// currentPrincipal is the principal behind a run now. A principal that no
+// longer exists holds no scopes; without a directory (the CLI), the stamp
+// stands in.
+func (s *Service) currentPrincipal(tenantID, id string, stamp []string) engine.Principal {
+	if s.cfg.Principals == nil {
+		return engine.Principal{ID: id, TenantID: tenantID, Scopes: stamp}
+	}
+	if p, ok := s.cfg.Principals.Principal(tenantID, id); ok {
+		return p
+	}
+	return engine.Principal{ID: id, TenantID: tenantID, Scopes: []string{}}
+}
+
+type noMetrics struct{}
+
+func (noMetrics) ApprovalRequested(engine.SideEffectClass, engine.RiskLevel) {}
+func (noMetrics) ApprovalResolved(engine.ApprovalStatus, time.Duration)      {}
+func (noMetrics) ApprovalExpired(engine.RiskLevel)                           {}
+func (noMetrics) Denied(string)                                              {}
+func (noMetrics) CircuitBreakerTripped()                                     {}
+func (noMetrics) RevalidationVoided(string)                                  {}
