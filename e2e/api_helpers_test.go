@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"gatehouse/client"
+	"gatehouse/engine"
+	"gatehouse/service"
+)
+
+// rawCall sends a request with an exact body and returns the status and
+// the decoded JSON body (nil when there is none).
+func rawCall(t testing.TB, method, url, token, body string, header ...string) (int, map[string]any) {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(testContext(t), method, url, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatalf("%s %s: %d, body is not a JSON object: %q", method, url, resp.StatusCode, raw)
+		}
+	}
+	return resp.StatusCode, out
+}
+
+// errorCode is the code of an error body.
+func errorCode(body map[string]any) string {
+	e, _ := body["error"].(map[string]any)
+	code, _ := e["code"].(string)
+	return code
+}
+
+func errorMessage(body map[string]any) string {
+	e, _ := body["error"].(map[string]any)
+	msg, _ := e["message"].(string)
+	return msg
+}
+
+// agent is a claimed run of one principal.
+type agent struct {
+	c     *client.Client
+	run   service.Run
+	lease service.Lease
+}
+
+// startRun submits a run and claims it.
+func startRun(t testing.TB, c *client.Client, deadline *time.Time) *agent {
+	t.Helper()
+	ctx := testContext(t)
+	run, err := c.SubmitRun(ctx, service.SubmitRunInput{SessionID: "s-" + randomHex(t, 4), AgentID: "agent-1", AgentVersion: "1.0.0", Deadline: deadline})
+	if err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	return claim(t, c, run.ID)
+}
+
+// claim takes the lease on a specific run.
+func claim(t testing.TB, c *client.Client, runID string) *agent {
+	t.Helper()
+	worker := "w-" + randomHex(t, 4)
+	claimed, ok, err := c.Claim(testContext(t), service.ClaimInput{WorkerID: worker, LeaseSeconds: 60, RunID: runID})
+	if err != nil || !ok {
+		t.Fatalf("claim %s: ok=%v err=%v", runID, ok, err)
+	}
+	return &agent{c: c, run: claimed, lease: service.Lease{WorkerID: worker, FencingToken: claimed.FencingToken}}
+}
+
+func (a *agent) propose(t testing.TB, req engine.ActionRequest) service.ProposeResult {
+	t.Helper()
+	res, err := a.c.Propose(testContext(t), a.run.ID, a.lease, req)
+	if err != nil {
+		t.Fatalf("propose %s: %v", req.Name, err)
+	}
+	return res
+}
+
+// parkingAction needs approval under the default profile (external_write).
+func parkingAction(id string) engine.ActionRequest {
+	return engine.ActionRequest{
+		ActionID: id, Kind: engine.ActionToolCall, Name: "demo.external_write",
+		Summary: "set the status of record 42", StepNumber: 1,
+		Arguments:   map[string]any{"record": "42", "field": "status", "value": "shipped"},
+		OriginTrust: engine.TrustUser,
+	}
+}
+
+// allowedAction is allowed under the default profile (a workspace read).
+func allowedAction(id string) engine.ActionRequest {
+	return engine.ActionRequest{
+		ActionID: id, Kind: engine.ActionToolCall, Name: "workspace.read_text",
+		Summary: "read the notes", StepNumber: 1,
+		Arguments:   map[string]any{"path": "notes/todo.txt"},
+		OriginTrust: engine.TrustUser,
+		Target:      &engine.ExecutionTarget{Kind: engine.TargetSandbox, Isolated: true},
+	}
+}
+
+// park submits and claims a run and proposes an action that parks it.
+func park(t testing.TB, c *client.Client) (*agent, service.ProposeResult) {
+	t.Helper()
+	a := startRun(t, c, nil)
+	res := a.propose(t, parkingAction("act-"+randomHex(t, 4)))
+	if res.Decision != engine.DecisionRequireApproval || res.ApprovalID == "" {
+		t.Fatalf("parking action: %+v", res)
+	}
+	return a, res
+}

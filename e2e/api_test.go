@@ -1,0 +1,563 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gatehouse/client"
+	"gatehouse/engine"
+	"gatehouse/service"
+)
+
+// TestAPI runs the black-box API cases against one server; each subtest
+// isolates itself by run (and tenant where it matters).
+func TestAPI(t *testing.T) {
+	srv := startServer(t, serverOptions{ReaperInterval: 200 * time.Millisecond})
+	cases := []struct {
+		name string
+		fn   func(*testing.T, *server)
+	}{
+		{"AuthAndScopes", testAuthAndScopes},
+		{"Gate07CrossTenant", testGate07CrossTenant},
+		{"ProposeParkResolveResume", testProposeParkResolveResume},
+		{"Gate09IdempotentResolution", testGate09IdempotentResolution},
+		{"Gate08DenialResultKeys", testGate08DenialResultKeys},
+		{"Expiry", testExpiry},
+		{"Cancellation", testCancellation},
+		{"BadInput", testBadInput},
+		{"Pagination", testPagination},
+		{"OperationalEndpoints", testOperationalEndpoints},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.fn(t, srv)
+		})
+	}
+}
+
+// route is one API route with its scope ("" = any principal).
+type route struct {
+	method, path, scope string
+}
+
+// apiRoutes lists every /v1 route with a placeholder id (scope checks run
+// before the handler looks the id up).
+var apiRoutes = []route{
+	{"GET", "/v1/policy", ""},
+	{"GET", "/v1/tools", "run.read"},
+	{"POST", "/v1/runs", "run.write"},
+	{"GET", "/v1/runs/x", "run.read"},
+	{"POST", "/v1/runs/claim", "run.write"},
+	{"POST", "/v1/runs/x/heartbeat", "run.write"},
+	{"POST", "/v1/runs/x/actions", "run.write"},
+	{"POST", "/v1/runs/x/invocations/y/resume", "run.write"},
+	{"POST", "/v1/runs/x/invocations/y/result", "run.write"},
+	{"POST", "/v1/runs/x/complete", "run.write"},
+	{"POST", "/v1/runs/x/cancel", "run.cancel"},
+	{"GET", "/v1/approvals", "approval.read"},
+	{"GET", "/v1/approvals/x", "approval.read"},
+	{"POST", "/v1/approvals/x/resolve", "approval.resolve"},
+	{"GET", "/v1/events", "run.read"},
+}
+
+func testAuthAndScopes(t *testing.T, srv *server) {
+	for _, r := range apiRoutes {
+		url := srv.BaseURL + r.path
+		if st, body := rawCall(t, r.method, url, "", "{}"); st != http.StatusUnauthorized || errorCode(body) != "unauthenticated" {
+			t.Errorf("%s %s without a token: %d %v", r.method, r.path, st, body)
+		}
+		if st, body := rawCall(t, r.method, url, "ghs_not-a-real-token", "{}"); st != http.StatusUnauthorized || errorCode(body) != "unauthenticated" {
+			t.Errorf("%s %s with a bad token: %d %v", r.method, r.path, st, body)
+		}
+		// A cookie is no credential for the JSON API.
+		if st, _ := rawCall(t, r.method, url, "", "{}", "Cookie", "gatehouse_session=anything"); st != http.StatusUnauthorized {
+			t.Errorf("%s %s with only a cookie: %d", r.method, r.path, st)
+		}
+		st, body := rawCall(t, r.method, url, srv.Token("nobody"), "{}")
+		if r.scope == "" {
+			if st != http.StatusOK {
+				t.Errorf("%s %s as a principal without scopes: %d, want 200", r.method, r.path, st)
+			}
+			continue
+		}
+		if st != http.StatusForbidden || errorCode(body) != "missing_scope" || !strings.Contains(errorMessage(body), r.scope) {
+			t.Errorf("%s %s as nobody: %d %v, want 403 missing_scope naming %s", r.method, r.path, st, body, r.scope)
+		}
+	}
+	// bob approves but does not run: a run route names run.write.
+	st, body := rawCall(t, "POST", srv.BaseURL+"/v1/runs", srv.Token("bob"), `{}`)
+	if st != http.StatusForbidden || !strings.Contains(errorMessage(body), "run.write") || strings.Contains(errorMessage(body), "approval") {
+		t.Errorf("bob submitting a run: %d %v", st, body)
+	}
+}
+
+func testGate07CrossTenant(t *testing.T, srv *server) {
+	a, res := park(t, srv.Client("alice"))
+	run, inv, appr := a.run.ID, res.InvocationID, res.ApprovalID
+	carol := srv.Token("carol")
+	lease := `{"worker_id":"` + a.lease.WorkerID + `","fencing_token":` + jsonNumber(a.lease.FencingToken)
+	for _, r := range []struct{ method, path, body string }{
+		{"GET", "/v1/runs/" + run, ""},
+		{"POST", "/v1/runs/claim", `{"worker_id":"w","lease_seconds":30,"run_id":"` + run + `"}`},
+		{"POST", "/v1/runs/" + run + "/heartbeat", lease + `}`},
+		{"POST", "/v1/runs/" + run + "/actions", lease + `,"action":{"action_id":"z","kind":"tool_call","name":"workspace.read_text","summary":"s","step_number":1,"arguments":{"path":"a"},"argument_trust":{},"origin_trust":"user"}}`},
+		{"POST", "/v1/runs/" + run + "/invocations/" + inv + "/resume", lease + `,"arguments":{},"agent_version":"1.0.0"}`},
+		{"POST", "/v1/runs/" + run + "/invocations/" + inv + "/result", lease + `,"status":"succeeded"}`},
+		{"POST", "/v1/runs/" + run + "/complete", lease + `,"status":"completed"}`},
+		{"POST", "/v1/runs/" + run + "/cancel", ""},
+		{"GET", "/v1/approvals/" + appr, ""},
+		{"POST", "/v1/approvals/" + appr + "/resolve", `{"resolution":"approve_once"}`},
+	} {
+		if st, body := rawCall(t, r.method, srv.BaseURL+r.path, carol, r.body); st != http.StatusNotFound || errorCode(body) != "not_found" {
+			t.Errorf("carol %s %s: %d %v, want 404 not_found", r.method, r.path, st, body)
+		}
+	}
+	ctx := testContext(t)
+	page, err := srv.Client("carol").ListApprovals(ctx, client.ApprovalQuery{RunID: run})
+	if err != nil || len(page.Items) != 0 {
+		t.Errorf("carol lists alice's approvals: %v %v", page.Items, err)
+	}
+	events, err := srv.Client("carol").Events(ctx, client.EventQuery{RunID: run})
+	if err != nil || len(events.Events) != 0 {
+		t.Errorf("carol reads alice's events: %v %v", events.Events, err)
+	}
+	// Nothing carol did changed alice's approval.
+	got, err := srv.Client("alice").GetApproval(ctx, appr)
+	if err != nil || got.Status != engine.ApprovalPending {
+		t.Fatalf("alice's approval after carol: %+v %v", got, err)
+	}
+}
+
+func jsonNumber(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+func testProposeParkResolveResume(t *testing.T, srv *server) {
+	ctx := testContext(t)
+	alice, bob := srv.Client("alice"), srv.Client("bob")
+	a := startRun(t, alice, nil)
+
+	// An allowed action is authorized at once.
+	if res := a.propose(t, allowedAction("read-1")); res.Decision != engine.DecisionAllow || res.RunStatus != service.RunRunning {
+		t.Fatalf("allowed action: %+v", res)
+	}
+	// Proposing the same action id again is idempotent.
+	req := parkingAction("write-1")
+	res := a.propose(t, req)
+	if res.Decision != engine.DecisionRequireApproval || res.RunStatus != service.RunWaitingForApproval {
+		t.Fatalf("parking action: %+v", res)
+	}
+	run, err := alice.GetRun(ctx, a.run.ID)
+	if err != nil || run.Status != service.RunWaitingForApproval || !slices.Contains(run.Checkpoint.PendingApprovalIDs, res.ApprovalID) {
+		t.Fatalf("parked run: %+v %v", run, err)
+	}
+
+	page, err := bob.ListApprovals(ctx, client.ApprovalQuery{RunID: a.run.ID})
+	if err != nil || len(page.Items) != 1 || page.Items[0].ID != res.ApprovalID {
+		t.Fatalf("bob's queue: %+v %v", page, err)
+	}
+	card := page.Items[0]
+	if card.ToolName != "demo.external_write" || card.ActionSummary == "" || card.Risk != engine.RiskHigh ||
+		card.PolicyReason == "" || card.ExpiresAt.IsZero() || card.Arguments["record"] != "42" || card.SessionID != a.run.SessionID {
+		t.Errorf("approval card: %+v", card)
+	}
+	var rawCard map[string]any
+	_, rawCard = rawCall(t, "GET", srv.BaseURL+"/v1/approvals/"+res.ApprovalID, srv.Token("bob"), "")
+	for _, k := range []string{"action_summary", "tool_name", "arguments", "argument_digests", "risk", "expires_at", "policy_reason", "status", "run_id", "session_id"} {
+		if _, ok := rawCard[k]; !ok {
+			t.Errorf("approval lacks %q: %v", k, rawCard)
+		}
+	}
+	for _, k := range []string{"rule_id", "explanation", "decision"} {
+		if _, ok := rawCard[k]; ok {
+			t.Errorf("approval carries %q (the rule that fired)", k)
+		}
+	}
+
+	approved, err := bob.Resolve(ctx, res.ApprovalID, engine.ResolutionApproveOnce, "looks right")
+	if err != nil || approved.Status != engine.ApprovalApproved || approved.ResolvedBy != "bob" || approved.ResolvedAt == nil {
+		t.Fatalf("resolve: %+v %v", approved, err)
+	}
+	run, err = alice.GetRun(ctx, a.run.ID)
+	if err != nil || run.Status != service.RunQueued {
+		t.Fatalf("run after approval: %+v %v", run, err)
+	}
+
+	// A (new) worker claims the re-queued run and resumes.
+	b := claim(t, alice, a.run.ID)
+	if b.lease.FencingToken <= a.lease.FencingToken {
+		t.Errorf("fencing token did not increase: %d then %d", a.lease.FencingToken, b.lease.FencingToken)
+	}
+	// The old worker's lease is stale.
+	if _, err := alice.Heartbeat(ctx, a.run.ID, a.lease, 30); !client.IsCode(err, "conflict") {
+		t.Errorf("stale heartbeat: %v, want 409 conflict", err)
+	}
+	resumed, err := alice.Resume(ctx, a.run.ID, res.InvocationID, b.lease, service.ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0.0"})
+	if err != nil || !resumed.Authorized {
+		t.Fatalf("resume: %+v %v", resumed, err)
+	}
+	if _, err := alice.Result(ctx, a.run.ID, res.InvocationID, b.lease, "succeeded"); err != nil {
+		t.Fatalf("result: %v", err)
+	}
+	done, err := alice.Complete(ctx, a.run.ID, b.lease, "completed")
+	if err != nil || done.Status != service.RunCompleted {
+		t.Fatalf("complete: %+v %v", done, err)
+	}
+
+	counts := eventCounts(t, alice, a.run.ID)
+	if counts[service.EventApprovalRequested] != 1 || counts[service.EventApprovalResolved] != 1 {
+		t.Errorf("events of the run: %v", counts)
+	}
+}
+
+// eventCounts counts a run's events by type, paging through the log.
+func eventCounts(t testing.TB, c *client.Client, runID string) map[string]int {
+	t.Helper()
+	counts := map[string]int{}
+	var after int64
+	for {
+		page, err := c.Events(testContext(t), client.EventQuery{After: after, RunID: runID, Limit: 500})
+		if err != nil {
+			t.Fatalf("events: %v", err)
+		}
+		for _, e := range page.Events {
+			counts[e.Type]++
+		}
+		if len(page.Events) == 0 {
+			return counts
+		}
+		after = page.Watermark
+	}
+}
+
+// resolveConcurrently resolves one approval from two goroutines at once.
+func resolveConcurrently(t *testing.T, c *client.Client, id string, r1, r2 engine.ApprovalResolutionType) [2]struct {
+	a   service.Approval
+	err error
+} {
+	var out [2]struct {
+		a   service.Approval
+		err error
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, r := range []engine.ApprovalResolutionType{r1, r2} {
+		wg.Go(func() {
+			<-start
+			out[i].a, out[i].err = c.Resolve(testContext(t), id, r, "")
+		})
+	}
+	close(start)
+	wg.Wait()
+	return out
+}
+
+func testGate09IdempotentResolution(t *testing.T, srv *server) {
+	bob := srv.Client("bob")
+	t.Run("identical", func(t *testing.T) {
+		_, res := park(t, srv.Client("alice"))
+		out := resolveConcurrently(t, bob, res.ApprovalID, engine.ResolutionDeny, engine.ResolutionDeny)
+		for i, o := range out {
+			if o.err != nil {
+				t.Fatalf("resolution %d: %v", i, o.err)
+			}
+		}
+		if out[0].a.Status != engine.ApprovalDenied || out[0].a.ResolvedAt == nil || !out[0].a.ResolvedAt.Equal(*out[1].a.ResolvedAt) || out[0].a.ResolvedBy != out[1].a.ResolvedBy {
+			t.Fatalf("two identical resolutions differ: %+v / %+v", out[0].a, out[1].a)
+		}
+		if n := eventCounts(t, bob, out[0].a.RunID)[service.EventApprovalResolved]; n != 1 {
+			t.Errorf("%d approval.resolved events, want 1", n)
+		}
+	})
+	t.Run("differing", func(t *testing.T) {
+		_, res := park(t, srv.Client("alice"))
+		out := resolveConcurrently(t, bob, res.ApprovalID, engine.ResolutionApproveOnce, engine.ResolutionDeny)
+		var won, lost int
+		var stored service.Approval
+		for _, o := range out {
+			var ce *client.Error
+			switch {
+			case o.err == nil:
+				won++
+				stored = o.a
+			case errors.As(o.err, &ce) && ce.Status == http.StatusConflict && ce.Approval != nil:
+				lost++
+				if ce.Approval.Status == engine.ApprovalPending {
+					t.Errorf("conflict body carries a pending approval")
+				}
+			default:
+				t.Fatalf("unexpected outcome: %v", o.err)
+			}
+		}
+		if won != 1 || lost != 1 {
+			t.Fatalf("won %d, lost %d; want one each", won, lost)
+		}
+		for _, o := range out {
+			var ce *client.Error
+			if errors.As(o.err, &ce) && (ce.Approval.Status != stored.Status || ce.Approval.ResolvedBy != stored.ResolvedBy) {
+				t.Errorf("conflict carries %+v, the winner stored %+v", ce.Approval, stored)
+			}
+		}
+		if n := eventCounts(t, bob, stored.RunID)[service.EventApprovalResolved]; n != 1 {
+			t.Errorf("%d approval.resolved events, want 1", n)
+		}
+	})
+}
+
+func testGate08DenialResultKeys(t *testing.T, srv *server) {
+	a := startRun(t, srv.Client("alice"), nil)
+	want := []string{"action", "message", "reason_code", "remediation", "retryable", "status"}
+	for _, c := range []struct {
+		req    engine.ActionRequest
+		reason string
+	}{
+		{engine.ActionRequest{ActionID: "secret-1", Kind: engine.ActionToolCall, Name: "secrets.read", Summary: "read a secret", StepNumber: 1, Arguments: map[string]any{"name": "prod-db"}, OriginTrust: engine.TrustUser}, "policy.hardline."},
+		{engine.ActionRequest{ActionID: "unknown-1", Kind: engine.ActionToolCall, Name: "no.such.tool", Summary: "?", StepNumber: 1, Arguments: map[string]any{}, OriginTrust: engine.TrustUser}, engine.ReasonUnclassifiable},
+	} {
+		body := `{"worker_id":"` + a.lease.WorkerID + `","fencing_token":` + jsonNumber(a.lease.FencingToken) + `,"action":` + mustJSON(t, c.req) + `}`
+		st, res := rawCall(t, "POST", srv.BaseURL+"/v1/runs/"+a.run.ID+"/actions", srv.Token("alice"), body)
+		if st != http.StatusOK || res["decision"] != "deny" {
+			t.Fatalf("%s: %d %v", c.req.Name, st, res)
+		}
+		result, _ := res["result"].(map[string]any)
+		var keys []string
+		for k := range result {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if !slices.Equal(keys, want) {
+			t.Errorf("%s: denial result keys %v, want exactly %v", c.req.Name, keys, want)
+		}
+		if rc, _ := result["reason_code"].(string); !strings.HasPrefix(rc, c.reason) {
+			t.Errorf("%s: reason_code %q, want %s…", c.req.Name, rc, c.reason)
+		}
+	}
+}
+
+func mustJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// testExpiry parks a run whose deadline is two seconds ahead: the approval's
+// expiry is capped by the deadline and the 200 ms reaper expires it.
+func testExpiry(t *testing.T, srv *server) {
+	ctx := testContext(t)
+	alice := srv.Client("alice")
+	deadline := time.Now().Add(2 * time.Second)
+	a := startRun(t, alice, &deadline)
+	res := a.propose(t, parkingAction("expiring"))
+	if res.Decision != engine.DecisionRequireApproval {
+		t.Fatalf("propose: %+v", res)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	got, err := alice.WaitForResolution(wctx, a.run.ID, res.ApprovalID)
+	if err != nil || got.Status != engine.ApprovalExpired {
+		t.Fatalf("approval after the deadline: %+v %v", got, err)
+	}
+	run, err := alice.GetRun(ctx, a.run.ID)
+	if err != nil || run.Status != service.RunFailed {
+		t.Fatalf("run after expiry: %+v %v", run, err)
+	}
+	if _, err := srv.Client("bob").Resolve(ctx, res.ApprovalID, engine.ResolutionApproveOnce, ""); !client.IsCode(err, "conflict") {
+		t.Errorf("approving an expired approval: %v, want 409", err)
+	}
+}
+
+func testCancellation(t *testing.T, srv *server) {
+	ctx := testContext(t)
+	alice := srv.Client("alice")
+	a, res := park(t, alice)
+	run, err := alice.Cancel(ctx, a.run.ID)
+	if err != nil || run.Status != service.RunCancelled {
+		t.Fatalf("cancel: %+v %v", run, err)
+	}
+	appr, err := alice.GetApproval(ctx, res.ApprovalID)
+	if err != nil || appr.Status != engine.ApprovalCancelled {
+		t.Fatalf("approval after cancel: %+v %v", appr, err)
+	}
+	_, err = srv.Client("bob").Resolve(ctx, res.ApprovalID, engine.ResolutionApproveOnce, "")
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != http.StatusConflict || ce.Approval == nil || ce.Approval.Status != engine.ApprovalCancelled {
+		t.Fatalf("resolving a cancelled approval: %v", err)
+	}
+	// The cancelled run's worker is fenced off.
+	if _, err := alice.Propose(ctx, a.run.ID, a.lease, allowedAction("after-cancel")); err == nil {
+		t.Error("a cancelled run accepted a proposal")
+	}
+}
+
+func testBadInput(t *testing.T, srv *server) {
+	a := startRun(t, srv.Client("alice"), nil)
+	tok := srv.Token("alice")
+	lease := `"worker_id":"` + a.lease.WorkerID + `","fencing_token":` + jsonNumber(a.lease.FencingToken)
+	actions := srv.BaseURL + "/v1/runs/" + a.run.ID + "/actions"
+	huge := `{"session_id":"` + strings.Repeat("x", 2<<20) + `","agent_id":"a","agent_version":"1"}`
+	cases := []struct {
+		name, method, url, body string
+		want                    int
+	}{
+		{"malformed", "POST", srv.BaseURL + "/v1/runs", `{"session_id":`, 400},
+		{"not an object", "POST", srv.BaseURL + "/v1/runs", `[1,2]`, 400},
+		{"empty body", "POST", srv.BaseURL + "/v1/runs", ``, 400},
+		{"two values", "POST", srv.BaseURL + "/v1/runs", `{"session_id":"s","agent_id":"a","agent_version":"1"} {}`, 400},
+		{"unknown field", "POST", srv.BaseURL + "/v1/runs", `{"session_id":"s","agent_id":"a","agent_version":"1","tenant_id":"globex"}`, 400},
+		{"wrong type", "POST", srv.BaseURL + "/v1/runs", `{"session_id":7,"agent_id":"a","agent_version":"1"}`, 400},
+		{"oversized", "POST", srv.BaseURL + "/v1/runs", huge, 413},
+		{"unknown action field", "POST", actions, `{` + lease + `,"action":{"action_id":"x","kind":"tool_call","name":"workspace.read_text","side_effect":"none","arguments":{}}}`, 400},
+		{"wrong action kind type", "POST", actions, `{` + lease + `,"action":{"action_id":"x","kind":7,"name":"workspace.read_text","arguments":{}}}`, 400},
+		{"arguments not an object", "POST", actions, `{` + lease + `,"action":{"action_id":"x","kind":"tool_call","name":"workspace.read_text","arguments":"rm -rf"}}`, 400},
+		{"bad resolution", "POST", srv.BaseURL + "/v1/approvals/x/resolve", `{"resolution":"approve_forever"}`, 400},
+		{"bad limit", "GET", srv.BaseURL + "/v1/approvals?limit=0", ``, 400},
+		{"bad status", "GET", srv.BaseURL + "/v1/approvals?status=maybe", ``, 400},
+		{"bad wait", "GET", srv.BaseURL + "/v1/events?wait=31", ``, 400},
+		{"bad after", "GET", srv.BaseURL + "/v1/events?after=-1", ``, 400},
+		{"unknown route", "GET", srv.BaseURL + "/v1/nothing", ``, 404},
+	}
+	for _, c := range cases {
+		st, body := rawCall(t, c.method, c.url, tok, c.body)
+		if st != c.want {
+			t.Errorf("%s: %d %v, want %d", c.name, st, body, c.want)
+		}
+		if st < 500 && errorCode(body) == "" {
+			t.Errorf("%s: no error code in %v", c.name, body)
+		}
+	}
+	// Inputs the service must refuse with 4xx, not 5xx: unknown tools deny,
+	// empty fields and unknown enum values are 400.
+	for name, body := range map[string]string{
+		"unknown tool":     `{` + lease + `,"action":{"action_id":"u1","kind":"tool_call","name":"rm.everything","summary":"s","step_number":1,"arguments":{},"argument_trust":{},"origin_trust":"user"}}`,
+		"unknown kind":     `{` + lease + `,"action":{"action_id":"u2","kind":"teleport","name":"workspace.read_text","summary":"s","step_number":1,"arguments":{"path":"a"},"argument_trust":{},"origin_trust":"user"}}`,
+		"unknown trust":    `{` + lease + `,"action":{"action_id":"u3","kind":"tool_call","name":"workspace.read_text","summary":"s","step_number":1,"arguments":{"path":"a"},"argument_trust":{"path":"divine"},"origin_trust":"user"}}`,
+		"empty action id":  `{` + lease + `,"action":{"action_id":"","kind":"tool_call","name":"workspace.read_text","summary":"s","step_number":1,"arguments":{"path":"a"},"argument_trust":{},"origin_trust":"user"}}`,
+		"big number":       `{` + lease + `,"action":{"action_id":"u4","kind":"tool_call","name":"payments.charge","summary":"s","step_number":1,"arguments":{"customer":"c","amount_cents":1e400,"currency":"EUR"},"argument_trust":{},"origin_trust":"user"}}`,
+		"nested arguments": `{` + lease + `,"action":{"action_id":"u5","kind":"tool_call","name":"workspace.write_text","summary":"s","step_number":1,"arguments":{"path":"a","text":{"deep":[1,{"x":null}]}},"argument_trust":{},"origin_trust":"user"}}`,
+	} {
+		st, res := rawCall(t, "POST", actions, tok, body)
+		if st >= 500 {
+			t.Errorf("%s: %d %v", name, st, res)
+		}
+	}
+	for name, body := range map[string]string{
+		"empty session":   `{"session_id":"","agent_id":"a","agent_version":"1"}`,
+		"unknown profile": `{"session_id":"s","agent_id":"a","agent_version":"1","policy_profile":"nope"}`,
+		"bad deadline":    `{"session_id":"s","agent_id":"a","agent_version":"1","deadline":"tomorrow"}`,
+	} {
+		if st, res := rawCall(t, "POST", srv.BaseURL+"/v1/runs", tok, body); st != http.StatusBadRequest {
+			t.Errorf("%s: %d %v, want 400", name, st, res)
+		}
+	}
+}
+
+func testPagination(t *testing.T, srv *server) {
+	ctx := testContext(t)
+	alice, bob := srv.Client("alice"), srv.Client("bob")
+	// A session of this subtest's own keeps other subtests' approvals out.
+	session := "page-" + randomHex(t, 4)
+	want := map[string]bool{}
+	for i := range 3 {
+		run, err := alice.SubmitRun(ctx, service.SubmitRunInput{SessionID: session, AgentID: "a", AgentVersion: "1.0.0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := claim(t, alice, run.ID)
+		res := a.propose(t, parkingAction("page-"+jsonNumber(int64(i))))
+		want[res.ApprovalID] = true
+	}
+	seen := map[string]bool{}
+	var cursor string
+	for pages := 0; ; pages++ {
+		page, err := bob.ListApprovals(ctx, client.ApprovalQuery{SessionID: session, Limit: 2, Cursor: cursor})
+		if err != nil {
+			t.Fatalf("page %d: %v", pages, err)
+		}
+		if len(page.Items) > 2 {
+			t.Fatalf("page of %d items with limit 2", len(page.Items))
+		}
+		for _, it := range page.Items {
+			if seen[it.ID] {
+				t.Fatalf("approval %s listed twice", it.ID)
+			}
+			seen[it.ID] = true
+		}
+		if cursor = page.NextCursor; cursor == "" || pages > 5 {
+			break
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("paged through %d approvals, want %d", len(seen), len(want))
+	}
+	if st, _ := rawCall(t, "GET", srv.BaseURL+"/v1/approvals?cursor=garbage", srv.Token("bob"), ""); st != http.StatusBadRequest {
+		t.Errorf("garbage cursor: %d, want 400", st)
+	}
+}
+
+func testOperationalEndpoints(t *testing.T, srv *server) {
+	for _, p := range []string{"/healthz", "/readyz", "/v1/openapi.json"} {
+		if st, _ := rawCall(t, "GET", srv.BaseURL+p, "", ""); st != http.StatusOK {
+			t.Errorf("GET %s: %d", p, st)
+		}
+	}
+	req, _ := http.NewRequestWithContext(testContext(t), "GET", srv.BaseURL+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sb strings.Builder
+	_, _ = io.Copy(&sb, resp.Body)
+	for _, m := range []string{"gatehouse_http_request_duration_seconds", "go_goroutines"} {
+		if !strings.Contains(sb.String(), m) {
+			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+	pol, err := srv.Client("nobody").Policy(testContext(t))
+	if err != nil || pol.PolicyVersion == "" || pol.Profile == "" {
+		t.Errorf("policy: %+v %v", pol, err)
+	}
+	tools, err := srv.Client("alice").Tools(testContext(t))
+	if err != nil || len(tools) < 20 {
+		t.Errorf("tools: %d %v", len(tools), err)
+	}
+}
+
+// TestAPIRateLimit checks the per-principal token bucket: once a principal's
+// burst is spent it gets 429 with Retry-After, and another principal does not.
+func TestAPIRateLimit(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, serverOptions{Env: []string{"CONSOLE_RATE_LIMIT=0.5", "CONSOLE_RATE_BURST=3"}})
+	url := srv.BaseURL + "/v1/policy"
+	for i := range 3 {
+		if st, body := rawCall(t, "GET", url, srv.Token("alice"), ""); st != http.StatusOK {
+			t.Fatalf("request %d: %d %v", i, st, body)
+		}
+	}
+	req, _ := http.NewRequestWithContext(testContext(t), "GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+srv.Token("alice"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("fourth request: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if st, _ := rawCall(t, "GET", url, srv.Token("bob"), ""); st != http.StatusOK {
+		t.Fatalf("bob limited by alice's bucket: %d", st)
+	}
+}
