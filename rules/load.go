@@ -43,41 +43,42 @@ type Options struct {
 }
 
 // Set is everything loaded: frozen rulesets by profile name, the default
-// profile's name, and the tool catalog. It is immutable once Load returns;
-// its accessors hand out copies or immutable values.
+// profile's name, and the tool catalog.
+//
+// The fields are exported for reading and are READ-ONLY: every Load builds a
+// fresh Set, the rulesets and the catalog are immutable values, and nothing
+// in this package or its callers may write to Rulesets. Prefer the
+// accessors, which cannot be misused.
 type Set struct {
-	rulesets map[string]*engine.LoadedRuleset
-	def      string
-	catalog  *engine.Catalog
+	Rulesets map[string]*engine.LoadedRuleset
+	Default  string
+	Catalog  *engine.Catalog
 }
 
 // Ruleset returns the ruleset of a profile; "" selects the default.
 func (s *Set) Ruleset(profile string) (*engine.LoadedRuleset, bool) {
 	if profile == "" {
-		profile = s.def
+		profile = s.Default
 	}
-	rs, ok := s.rulesets[profile]
+	rs, ok := s.Rulesets[profile]
 	return rs, ok
 }
 
-// DefaultRuleset is the ruleset of the default profile.
-func (s *Set) DefaultRuleset() *engine.LoadedRuleset { return s.rulesets[s.def] }
+// DefaultRuleset is the ruleset of the default profile (nil on a zero Set).
+func (s *Set) DefaultRuleset() *engine.LoadedRuleset { return s.Rulesets[s.Default] }
 
 // DefaultProfile is the name of the profile used when a run names none.
-func (s *Set) DefaultProfile() string { return s.def }
+func (s *Set) DefaultProfile() string { return s.Default }
 
-// Profiles lists the loaded profile names in order.
+// Profiles lists the loaded profile names in order (a fresh slice).
 func (s *Set) Profiles() []string {
-	names := make([]string, 0, len(s.rulesets))
-	for n := range s.rulesets {
+	names := make([]string, 0, len(s.Rulesets))
+	for n := range s.Rulesets {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	return names
 }
-
-// Catalog is the merged tool catalog (immutable).
-func (s *Set) Catalog() *engine.Catalog { return s.catalog }
 
 // Load error codes beyond the engine's rule codes (engine.Code*).
 const (
@@ -131,22 +132,22 @@ func Load(opts Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{rulesets: map[string]*engine.LoadedRuleset{}, catalog: cat, def: opts.DefaultProfile}
-	if s.def == "" {
-		s.def = DefaultProfile
+	s := &Set{Rulesets: map[string]*engine.LoadedRuleset{}, Catalog: cat, Default: opts.DefaultProfile}
+	if s.Default == "" {
+		s.Default = DefaultProfile
 	}
 	rs, err := compileProfile(DefaultProfile, DefaultProfile+".yaml", defaultYAML, hl, cat)
 	if err != nil {
 		return nil, err
 	}
-	s.rulesets[DefaultProfile] = rs
+	s.Rulesets[DefaultProfile] = rs
 	if opts.PolicyDir != "" {
 		if err := s.loadPolicyDir(opts.PolicyDir, hl, cat); err != nil {
 			return nil, err
 		}
 	}
-	if _, ok := s.rulesets[s.def]; !ok {
-		return nil, &LoadError{File: opts.PolicyDir, Code: CodeMissingProfile, Msg: fmt.Sprintf("default profile %q is not loaded (have %s)", s.def, strings.Join(s.Profiles(), ", "))}
+	if _, ok := s.Rulesets[s.Default]; !ok {
+		return nil, &LoadError{File: opts.PolicyDir, Code: CodeMissingProfile, Msg: fmt.Sprintf("default profile %q is not loaded (have %s)", s.Default, strings.Join(s.Profiles(), ", "))}
 	}
 	return s, nil
 }
@@ -178,7 +179,7 @@ func (s *Set) loadPolicyDir(dir string, hl *hardlineSet, cat *engine.Catalog) er
 		if err != nil {
 			return err
 		}
-		s.rulesets[name] = rs
+		s.Rulesets[name] = rs
 	}
 	return nil
 }
