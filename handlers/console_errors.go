@@ -1,13 +1,38 @@
 package handlers
 
 import (
+	"bytes"
+	"net/http"
+
 	"github.com/labstack/echo/v4"
+
+	"gatehouse/web/templates"
 )
 
-// renderConsoleError answers a console route's error. Placeholder until the
-// console work renders an error page.
+// renderConsoleError answers a console route's error with a page. Under
+// HTMX the message goes into the page's alert region instead of replacing
+// the element that made the request.
 func (s *Server) renderConsoleError(c echo.Context, status int, msg string) {
-	if err := c.String(status, msg); err != nil {
-		s.log.WarnContext(c.Request().Context(), "writing error page", "error", err)
+	securityHeaders(c.Response().Header())
+	c.Response().Header().Set("Cache-Control", "no-store")
+	title := http.StatusText(status)
+	if title == "" {
+		title = "Error"
+	}
+	page := templates.Page{Title: title, Partial: isHTMX(c)}
+	if cs, ok := c.Get(ctxConsoleSession).(consoleSession); ok {
+		page.User = displayName(cs.Principal)
+		page.CSRF = cs.CSRF
+	}
+	if page.Partial {
+		retarget(c, "#errors", "innerHTML")
+	}
+	var buf bytes.Buffer
+	err := templates.Error(templates.ErrorPage{Page: page, Status: status, Message: msg}).Render(c.Request().Context(), &buf)
+	if err == nil {
+		err = c.HTMLBlob(status, buf.Bytes())
+	}
+	if err != nil {
+		s.log.WarnContext(c.Request().Context(), "writing error page", "request_id", requestID(c), "error", err)
 	}
 }

@@ -80,6 +80,11 @@
   document.addEventListener("htmx:afterSettle", function () {
     cards().filter(function (c) { return c.hasAttribute("data-new"); }).forEach(function (c) {
       c.removeAttribute("data-new");
+      // A card requested while the page loaded can arrive twice.
+      if (document.querySelectorAll('[id="' + c.id + '"]').length > 1) {
+        c.parentNode.removeChild(c);
+        return;
+      }
       place(c);
     });
     var empty = document.getElementById("queue-empty");

@@ -1,0 +1,81 @@
+package handlers
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"gatehouse/engine"
+	"gatehouse/web/templates"
+)
+
+const (
+	// queuePageSize is one page of the queue: keyset pagination keeps the
+	// cost of a page the same at any queue length.
+	queuePageSize = 50
+	// flashSep joins a flash's kind and text in the cookie.
+	flashSep = "\x00"
+)
+
+// render writes a component as the whole answer. It renders into a buffer
+// first so a template error becomes an error page, not half a page.
+func (cn *console) render(c echo.Context, status int, comp templ.Component) error {
+	var buf bytes.Buffer
+	if err := comp.Render(c.Request().Context(), &buf); err != nil {
+		return err
+	}
+	securityHeaders(c.Response().Header())
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// page is the chrome of a console page for the signed-in human; it takes
+// the pending flash message from the cookie.
+func (cn *console) page(c echo.Context, nav, title string) (templates.Page, error) {
+	cs := sessionOf(c)
+	p := templates.Page{
+		Title:   title,
+		User:    displayName(cs.Principal),
+		CSRF:    cs.CSRF,
+		Nav:     nav,
+		Partial: isHTMX(c),
+	}
+	sess := cn.cookie(c)
+	if flashes := sess.Flashes(); len(flashes) > 0 {
+		if f, ok := flashes[0].(string); ok {
+			kind, text, _ := strings.Cut(f, flashSep)
+			p.Flash = templates.Flash{Kind: kind, Text: text}
+		}
+		if err := cn.saveCookie(c, sess); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// flash leaves a message for the next page view (a redirect after a form
+// post without JavaScript).
+func (cn *console) flash(c echo.Context, kind, text string) error {
+	sess := cn.cookie(c)
+	sess.AddFlash(kind + flashSep + text)
+	return cn.saveCookie(c, sess)
+}
+
+func displayName(p engine.Principal) string {
+	if p.DisplayName != "" {
+		return p.DisplayName
+	}
+	return p.ID
+}
+
+// requireScopes answers 403 with a page naming the first missing scope.
+func requireConsoleScope(c echo.Context, scope string) error {
+	p, _ := principalOf(c)
+	if len(engine.MissingScopes([]string{scope}, p.Scopes)) > 0 {
+		return newError(http.StatusForbidden, codeMissingScope, "You need the "+scope+" scope to see this.")
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"gatehouse/engine"
+	"gatehouse/service"
+	"gatehouse/web/templates"
+)
+
+// resolveForm is the approve/deny form of a card.
+type resolveForm struct {
+	Resolution string `form:"resolution"`
+	Reason     string `form:"reason"`
+	Next       string `form:"next"`
+}
+
+// maxReasonLen bounds the optional reason a human types.
+const maxReasonLen = 500
+
+// approvalResolve approves or denies through the same service method as
+// the API. Under HTMX it answers with the card, which swaps in place; a
+// conflict (someone else was first) is a 409 whose card says who and how.
+// Without JavaScript it redirects back with a flash.
+func (cn *console) approvalResolve(c echo.Context) error {
+	if err := requireConsoleScope(c, scopeApprovalResolve); err != nil {
+		return err
+	}
+	var f resolveForm
+	if err := c.Bind(&f); err != nil {
+		return invalid("The form could not be read.")
+	}
+	res := engine.ApprovalResolutionType(f.Resolution)
+	if res != engine.ResolutionApproveOnce && res != engine.ResolutionDeny {
+		return invalid("Choose approve or deny.")
+	}
+	if len(f.Reason) > maxReasonLen {
+		return invalid("The reason is too long (500 characters at most).")
+	}
+	p, _ := principalOf(c)
+	ctx := c.Request().Context()
+	out, err := cn.s.cfg.Service.ResolveApproval(ctx, p, c.Param("id"), res, f.Reason)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if out.Result == service.ResolveConflict {
+		status = http.StatusConflict
+	}
+	card := cardView(out.Approval, p, cn.s.now(), out.Result)
+	if !isHTMX(c) {
+		kind := "ok"
+		if status == http.StatusConflict {
+			kind = "warn"
+		}
+		if err := cn.flash(c, kind, card.Outcome+": "+preview(out.Approval.ActionSummary)); err != nil {
+			return err
+		}
+		return redirect(c, safeNext(f.Next))
+	}
+	card.CSRF = sessionOf(c).CSRF
+	return cn.render(c, status, templates.CardView(card))
+}

@@ -1,0 +1,62 @@
+package handlers
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"gatehouse/engine"
+	"gatehouse/service"
+	"gatehouse/web/templates"
+)
+
+// overview is the dashboard: pending by risk, resolution latency, and
+// expiries, denials and approvals per hour over the last day.
+func (cn *console) overview(c echo.Context) error {
+	if err := requireConsoleScope(c, scopeApprovalRead); err != nil {
+		return err
+	}
+	p, _ := principalOf(c)
+	o, err := cn.s.cfg.Service.Overview(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	page, err := cn.page(c, "overview", "Overview")
+	if err != nil {
+		return err
+	}
+	return cn.render(c, http.StatusOK, templates.Overview(overviewView(page, o)))
+}
+
+func overviewView(page templates.Page, o service.Overview) templates.OverviewPage {
+	m := templates.OverviewPage{
+		Page:        page,
+		LatencyP50:  durationText(o.LatencyP50),
+		LatencyP95:  durationText(o.LatencyP95),
+		ResolvedDay: o.ResolvedLastDay,
+		Charts: []templates.Chart{
+			hourChart("Approvals per hour", "", o.ApprovalsByHour),
+			hourChart("Denials per hour", "bad", o.DenialsByHour),
+			hourChart("Expiries per hour", "warn", o.ExpiriesByHour),
+		},
+	}
+	risks := engine.RiskLevels()
+	slices.Reverse(risks)
+	for _, r := range risks {
+		m.PendingByRisk = append(m.PendingByRisk, templates.Bar{Label: string(r), Value: o.PendingByRisk[r]})
+	}
+	return m
+}
+
+// hourChart labels 24 hourly counts, oldest first, by hours ago.
+func hourChart(title, kind string, counts []int) templates.Chart {
+	ch := templates.Chart{Title: title, Kind: kind}
+	for i, n := range counts {
+		ago := len(counts) - i
+		ch.Bars = append(ch.Bars, templates.Bar{Label: strconv.Itoa(ago) + " h ago", Value: n})
+		ch.Total += n
+	}
+	return ch
+}

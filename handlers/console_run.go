@@ -1,0 +1,64 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"gatehouse/service"
+	"gatehouse/web/templates"
+)
+
+// runShow is one run: its invocations with their decisions, and its events.
+func (cn *console) runShow(c echo.Context) error {
+	if err := requireConsoleScope(c, scopeRunRead); err != nil {
+		return err
+	}
+	p, _ := principalOf(c)
+	ctx := c.Request().Context()
+	run, err := cn.s.cfg.Service.GetRun(ctx, p, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	invs, err := cn.s.cfg.Service.ListInvocations(ctx, p, run.ID)
+	if err != nil {
+		return err
+	}
+	evs, err := cn.s.cfg.Service.ListEvents(ctx, p, service.EventFilter{RunID: run.ID, Limit: timelineLimit})
+	if err != nil {
+		return err
+	}
+	page, err := cn.page(c, "", "Run")
+	if err != nil {
+		return err
+	}
+	m := templates.RunPage{
+		Page:          page,
+		ID:            run.ID,
+		Status:        run.Status,
+		FailureReason: run.FailureReason,
+		AgentID:       run.AgentID,
+		AgentVersion:  run.AgentVersion,
+		SessionID:     run.SessionID,
+		Principal:     run.PrincipalID,
+		PolicyProfile: run.PolicyProfile,
+		CreatedAt:     run.CreatedAt.UTC().Format(time.DateTime),
+		Timeline:      timelineView(evs),
+	}
+	for _, inv := range invs {
+		m.Invocations = append(m.Invocations, templates.InvocationRow{
+			ID:         inv.ID,
+			Step:       inv.StepNumber,
+			Tool:       inv.ToolName,
+			Summary:    inv.Summary,
+			Status:     inv.Status,
+			Decision:   string(inv.Decision.Decision),
+			ReasonCode: inv.Decision.ReasonCode,
+			Risk:       string(inv.Risk),
+			ApprovalID: inv.ApprovalID,
+			At:         inv.CreatedAt.UTC().Format(time.DateTime),
+		})
+	}
+	return cn.render(c, http.StatusOK, templates.Run(m))
+}

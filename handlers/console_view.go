@@ -1,0 +1,210 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gatehouse/engine"
+	"gatehouse/service"
+	"gatehouse/web/templates"
+)
+
+// View-model builders: plain functions from service values to what the
+// templates render. They hold every formatting decision so the templates
+// stay declarative and the tests can build the same models.
+
+// Arguments longer than this (or spanning more lines) start collapsed.
+const (
+	argCollapseChars = 200
+	argCollapseLines = 4
+	argPreviewChars  = 80
+)
+
+// cardView builds an approval card for viewer at now. result says how the
+// viewer's own resolution went, when this render answers one.
+func cardView(a service.Approval, viewer engine.Principal, now time.Time, result service.ResolveResult) templates.Card {
+	c := templates.Card{
+		ID:           a.ID,
+		Summary:      a.ActionSummary,
+		Tool:         a.ToolName,
+		Risk:         string(a.Risk),
+		RiskRank:     a.Risk.Rank(),
+		SideEffect:   string(a.SideEffect),
+		RunID:        a.RunID,
+		SessionID:    a.SessionID,
+		Status:       string(a.Status),
+		CreatedAt:    a.CreatedAt.UTC().Format(time.RFC3339),
+		ExpiresAt:    a.ExpiresAt.UTC().Format(time.RFC3339),
+		PolicyReason: a.PolicyReason,
+		Arguments:    argsView(a.Arguments),
+		Digests:      digestsView(a.ArgumentDigests),
+		ResolvedBy:   a.ResolvedBy,
+		Reason:       a.ResolutionReason,
+	}
+	if a.ResolvedAt != nil {
+		c.ResolvedAt = a.ResolvedAt.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	if a.Status == engine.ApprovalPending {
+		c.ExpiresIn = expiresIn(a.ExpiresAt, now)
+		return c
+	}
+	c.Outcome, c.OutcomeKind = outcome(a, viewer, result)
+	return c
+}
+
+// outcome tells the viewer plainly what happened to an approval: their own
+// decision, or who decided first and how.
+func outcome(a service.Approval, viewer engine.Principal, result service.ResolveResult) (text, kind string) {
+	kind = "warn"
+	switch a.Status {
+	case engine.ApprovalApproved:
+		kind = "ok"
+	case engine.ApprovalDenied:
+		kind = "bad"
+	}
+	verb := map[engine.ApprovalStatus]string{
+		engine.ApprovalApproved:  "approved",
+		engine.ApprovalDenied:    "denied",
+		engine.ApprovalExpired:   "expired",
+		engine.ApprovalCancelled: "cancelled",
+	}[a.Status]
+	if verb == "" {
+		verb = string(a.Status)
+	}
+	at := ""
+	if a.ResolvedAt != nil {
+		at = " at " + clock(*a.ResolvedAt)
+	}
+	by := ""
+	switch {
+	case a.ResolvedBy == "":
+	case a.ResolvedBy == viewer.ID && result != service.ResolveConflict:
+		return upperFirst(verb) + " by you", kind
+	default:
+		by = " by " + a.ResolvedBy
+	}
+	text = verb + by + at
+	if result == service.ResolveConflict {
+		return "Already " + text, kind
+	}
+	return upperFirst(text), kind
+}
+
+// clock is a resolution time as a human reads it in a card.
+func clock(t time.Time) string { return t.UTC().Format("15:04 UTC") }
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// expiresIn is the time left, coarse enough to read at a glance.
+func expiresIn(at, now time.Time) string {
+	d := at.Sub(now)
+	switch {
+	case d <= 0:
+		return "expiring now"
+	case d < time.Minute:
+		return fmt.Sprintf("in %ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("in %dm", int(d.Minutes()))
+	default:
+		return fmt.Sprintf("in %dh %dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+}
+
+// argsView renders the redacted arguments in name order. Strings are shown
+// as they are (the template escapes them); other values as indented JSON.
+func argsView(args map[string]any) []templates.Arg {
+	names := make([]string, 0, len(args))
+	for k := range args {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	out := make([]templates.Arg, 0, len(names))
+	for _, name := range names {
+		v := argText(args[name])
+		a := templates.Arg{Name: name, Value: v}
+		if utf8.RuneCountInString(v) > argCollapseChars || strings.Count(v, "\n") >= argCollapseLines {
+			a.Long = true
+			a.Short = preview(v)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func argText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// preview is the first line of v, cut to a summary's length on a rune
+// boundary.
+func preview(v string) string {
+	line, _, _ := strings.Cut(v, "\n")
+	if utf8.RuneCountInString(line) <= argPreviewChars {
+		return line
+	}
+	r := []rune(line)
+	return string(r[:argPreviewChars])
+}
+
+func digestsView(d map[string]string) []templates.Digest {
+	out := make([]templates.Digest, 0, len(d))
+	for name, sum := range d {
+		out = append(out, templates.Digest{Name: name, SHA256: sum})
+	}
+	slices.SortFunc(out, func(a, b templates.Digest) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// eventKeys are the payload fields a timeline line shows, in this order.
+// Payloads carry classifications and decisions, never argument values.
+var eventKeys = []string{"tool_name", "decision", "reason_code", "resolution", "status", "resolved_by", "cause", "failure_reason"}
+
+// timelineView renders events as timeline lines.
+func timelineView(evs []service.Event) []templates.Event {
+	out := make([]templates.Event, 0, len(evs))
+	for _, e := range evs {
+		var payload map[string]any
+		_ = json.Unmarshal(e.Payload, &payload) // a payload that is not an object shows no details
+		var parts []string
+		for _, k := range eventKeys {
+			if v, ok := payload[k]; ok && v != nil && v != "" {
+				parts = append(parts, fmt.Sprintf("%s %v", strings.ReplaceAll(k, "_", " "), v))
+			}
+		}
+		out = append(out, templates.Event{
+			ID:   e.ID,
+			At:   e.CreatedAt.UTC().Format("2006-01-02 15:04:05"),
+			Type: e.Type,
+			Text: strings.Join(parts, " · "),
+		})
+	}
+	return out
+}
+
+// durationText is a latency as a human reads it.
+func durationText(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "–"
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}

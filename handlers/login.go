@@ -1,0 +1,145 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"gatehouse/web/templates"
+)
+
+// loginForm is the sign-in form.
+type loginForm struct {
+	ID       string `form:"id"`
+	Password string `form:"password"`
+	Next     string `form:"next"`
+}
+
+// maxAccountLen bounds the throttle key: an id longer than any real one
+// still counts against one row key, not an unbounded string.
+const maxAccountLen = 128
+
+// loginToken gives the sign-in form its token before there is a session:
+// a random value in the signed cookie that the form must echo.
+func (cn *console) loginToken(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if tok, _ := cn.cookie(c).Values[cookieKeyLogin].(string); tok != "" {
+			c.Set(ctxConsoleCSRF, tok)
+		}
+		return next(c)
+	}
+}
+
+// loginShow renders the sign-in form, or sends a signed-in human on.
+func (cn *console) loginShow(c echo.Context) error {
+	next := safeNext(c.QueryParam("next"))
+	if _, ok, err := cn.currentSession(c); err != nil {
+		return err
+	} else if ok || cn.s.cfg.DevMode {
+		return redirect(c, next)
+	}
+	tok, err := cn.ensureLoginToken(c)
+	if err != nil {
+		return err
+	}
+	return cn.renderLogin(c, http.StatusOK, templates.LoginPage{Next: next}, tok)
+}
+
+func (cn *console) ensureLoginToken(c echo.Context) (string, error) {
+	sess := cn.cookie(c)
+	tok, _ := sess.Values[cookieKeyLogin].(string)
+	if tok == "" {
+		tok = randomToken()
+		sess.Values[cookieKeyLogin] = tok
+		if err := cn.saveCookie(c, sess); err != nil {
+			return "", err
+		}
+	}
+	return tok, nil
+}
+
+func (cn *console) renderLogin(c echo.Context, status int, m templates.LoginPage, tok string) error {
+	m.Page = templates.Page{Title: "Sign in", CSRF: tok}
+	return cn.render(c, status, templates.Login(m))
+}
+
+// loginSubmit checks the password (argon2id in the directory) under a
+// per-account failure budget kept in PostgreSQL.
+func (cn *console) loginSubmit(c echo.Context) error {
+	var f loginForm
+	if err := c.Bind(&f); err != nil {
+		return invalid("The sign-in form could not be read.")
+	}
+	tok, _ := c.Get(ctxConsoleCSRF).(string)
+	f.Next = safeNext(f.Next)
+	account := strings.ToLower(strings.TrimSpace(f.ID))
+	if len(account) > maxAccountLen {
+		account = account[:maxAccountLen]
+	}
+	ctx := c.Request().Context()
+	now := cn.s.now()
+	throttled, err := cn.store.loginThrottled(ctx, account, now)
+	if err != nil {
+		return err
+	}
+	form := templates.LoginPage{UserID: f.ID, Next: f.Next}
+	if throttled {
+		form.Error = "Too many failed sign-ins for this account. Try again in 15 minutes."
+		return cn.renderLogin(c, http.StatusTooManyRequests, form, tok)
+	}
+	p, ok := cn.s.cfg.Directory.Login(strings.TrimSpace(f.ID), f.Password)
+	if !ok {
+		if err := cn.store.loginFailed(ctx, account, now); err != nil {
+			return err
+		}
+		form.Error = "Wrong user or password."
+		return cn.renderLogin(c, http.StatusUnauthorized, form, tok)
+	}
+	if err := cn.store.loginSucceeded(ctx, account); err != nil {
+		return err
+	}
+	if _, err := cn.signIn(c, p); err != nil {
+		return err
+	}
+	cn.s.log.InfoContext(ctx, "console sign-in", "request_id", requestID(c), "principal", p.ID, "tenant", p.TenantID)
+	return redirect(c, f.Next)
+}
+
+// logout ends this session: the row goes, so the old cookie is worthless
+// even if it was copied.
+func (cn *console) logout(c echo.Context) error {
+	if err := cn.store.delete(c.Request().Context(), sessionOf(c).ID); err != nil {
+		return err
+	}
+	return cn.clearCookie(c)
+}
+
+// logoutEverywhere ends every session of the signed-in principal.
+func (cn *console) logoutEverywhere(c echo.Context) error {
+	p := sessionOf(c).Principal
+	if err := cn.store.deletePrincipal(c.Request().Context(), p.TenantID, p.ID); err != nil {
+		return err
+	}
+	return cn.clearCookie(c)
+}
+
+func (cn *console) clearCookie(c echo.Context) error {
+	sess := cn.cookie(c)
+	sess.Values = map[any]any{}
+	sess.Options.MaxAge = -1
+	if err := cn.saveCookie(c, sess); err != nil {
+		return err
+	}
+	return redirect(c, "/login")
+}
+
+// safeNext keeps a post-sign-in redirect on this site: a local path, never
+// "//host" or "/\host", which browsers treat as another origin.
+func safeNext(next string) string {
+	if next == "" || next[0] != '/' || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
+		strings.ContainsAny(next, "\r\n") {
+		return "/"
+	}
+	return next
+}

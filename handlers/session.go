@@ -1,0 +1,219 @@
+package handlers
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/gorilla/sessions"
+	"github.com/labstack/echo/v4"
+
+	"gatehouse/auth"
+	"gatehouse/engine"
+)
+
+// The console cookie holds a random session id (or, before sign-in, the
+// login form's token) and nothing else; the server-side row behind the id is
+// the session. Under TLS the __Host- prefix pins it to this origin.
+const (
+	cookieName    = "gh_session"
+	cookieNameTLS = "__Host-gh_session"
+
+	cookieKeySession = "sid"
+	cookieKeyLogin   = "login_csrf"
+	formCSRF         = "_csrf"
+
+	ctxConsoleCSRF    = "gatehouse.console_csrf"
+	ctxConsoleSession = "gatehouse.console_session"
+)
+
+// console holds the console's cookie codec and session store; its methods
+// are the console's handlers and middleware.
+type console struct {
+	s          *Server
+	cookies    *sessions.CookieStore
+	cookieName string
+	store      *sessionStore
+	origin     *http.CrossOriginProtection
+}
+
+func newConsole(s *Server) *console {
+	// Each key signs; the first signs new cookies and all verify, so keys
+	// rotate without signing everyone out. The cookie holds only a random
+	// id, so it is signed, not encrypted.
+	pairs := make([][]byte, 0, 2*len(s.cfg.SessionKeys))
+	for _, k := range s.cfg.SessionKeys {
+		pairs = append(pairs, k, nil)
+	}
+	if len(pairs) == 0 {
+		// Without configured keys, a per-process key: sessions end on restart.
+		pairs = append(pairs, randomBytes(32), nil)
+	}
+	secure := strings.HasPrefix(s.cfg.BaseURL, "https://")
+	cs := sessions.NewCookieStore(pairs...)
+	cs.Options = &sessions.Options{
+		Path:     "/",
+		MaxAge:   int(sessionAbsolute.Seconds()),
+		HttpOnly: true,
+		Secure:   secure,
+		SameSite: http.SameSiteLaxMode,
+	}
+	name := cookieName
+	if secure {
+		name = cookieNameTLS
+	}
+	return &console{
+		s:          s,
+		cookies:    cs,
+		cookieName: name,
+		store:      &sessionStore{pool: s.cfg.Pool},
+		origin:     http.NewCrossOriginProtection(),
+	}
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return b
+}
+
+func randomToken() string { return base64.RawURLEncoding.EncodeToString(randomBytes(32)) }
+
+// cookie returns the request's console cookie; a cookie that fails
+// verification (old key, tampering) yields a fresh empty one.
+func (cn *console) cookie(c echo.Context) *sessions.Session {
+	sess, _ := cn.cookies.Get(c.Request(), cn.cookieName)
+	return sess
+}
+
+func (cn *console) saveCookie(c echo.Context, sess *sessions.Session) error {
+	if err := sess.Save(c.Request(), c.Response()); err != nil {
+		return fmt.Errorf("console cookie: %w", err)
+	}
+	return nil
+}
+
+// consoleSession is the signed-in human of a console request.
+type consoleSession struct {
+	ID        string
+	Principal engine.Principal
+	CSRF      string
+}
+
+// signIn starts a server-side session and points the cookie at it.
+func (cn *console) signIn(c echo.Context, p engine.Principal) (consoleSession, error) {
+	id, csrf := randomToken(), randomToken()
+	if err := cn.store.create(c.Request().Context(), id, p.TenantID, p.ID, csrf, cn.s.now()); err != nil {
+		return consoleSession{}, err
+	}
+	sess := cn.cookie(c)
+	sess.Values = map[any]any{cookieKeySession: id}
+	if err := cn.saveCookie(c, sess); err != nil {
+		return consoleSession{}, err
+	}
+	return consoleSession{ID: id, Principal: p, CSRF: csrf}, nil
+}
+
+// currentSession resolves the cookie to a live session whose principal
+// still exists in the directory.
+func (cn *console) currentSession(c echo.Context) (consoleSession, bool, error) {
+	id, _ := cn.cookie(c).Values[cookieKeySession].(string)
+	if id == "" {
+		return consoleSession{}, false, nil
+	}
+	row, ok, err := cn.store.get(c.Request().Context(), id, cn.s.now())
+	if err != nil || !ok {
+		return consoleSession{}, false, err
+	}
+	p, ok := cn.s.cfg.Directory.ByID(row.PrincipalID)
+	if !ok || p.TenantID != row.TenantID {
+		return consoleSession{}, false, nil
+	}
+	return consoleSession{ID: id, Principal: p, CSRF: row.CSRF}, true, nil
+}
+
+// requireSession admits signed-in humans. In dev mode a visitor without a
+// session is signed in as the dev principal; otherwise a page view goes to
+// the sign-in form and anything else is refused.
+func (cn *console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		cs, ok, err := cn.currentSession(c)
+		if err != nil {
+			return err
+		}
+		if !ok && cn.s.cfg.DevMode {
+			p, found := cn.s.cfg.Directory.ByID(auth.DevPrincipalID)
+			if found {
+				if cs, err = cn.signIn(c, p); err != nil {
+					return err
+				}
+				ok = true
+			}
+		}
+		if !ok {
+			if c.Request().Method == http.MethodGet {
+				return redirect(c, "/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
+			}
+			return newError(http.StatusUnauthorized, codeUnauthenticated, "Your session has ended. Sign in again.")
+		}
+		setPrincipal(c, cs.Principal)
+		c.Set(ctxConsoleSession, cs)
+		c.Set(ctxConsoleCSRF, cs.CSRF)
+		return next(c)
+	}
+}
+
+// sessionOf returns the request's console session (set by requireSession).
+func sessionOf(c echo.Context) consoleSession {
+	cs, _ := c.Get(ctxConsoleSession).(consoleSession)
+	return cs
+}
+
+// refuseCrossOrigin refuses cross-origin writes with Go's
+// CrossOriginProtection (Sec-Fetch-Site, else Origin against Host), before
+// any session is looked at.
+func (cn *console) refuseCrossOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if err := cn.origin.Check(c.Request()); err != nil {
+			return newError(http.StatusForbidden, codeForbidden, "Cross-origin request refused.")
+		}
+		return next(c)
+	}
+}
+
+// requireFormToken is the second, independent check on writes: htmx's
+// header (which a cross-origin page cannot send without a preflight) or the
+// form token of the session (or of the sign-in form).
+func requireFormToken(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Header.Get(hxRequest) == "true" {
+			return next(c)
+		}
+		want, _ := c.Get(ctxConsoleCSRF).(string)
+		if want == "" || subtle.ConstantTimeCompare([]byte(c.FormValue(formCSRF)), []byte(want)) != 1 {
+			return newError(http.StatusForbidden, codeForbidden, "The form has expired. Reload the page and try again.")
+		}
+		return next(c)
+	}
+}
+
+// securityHeaders go on every console response: no inline script or style,
+// no framing, no referrer (URLs carry approval ids).
+func securityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+}
+
+func withSecurityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		securityHeaders(c.Response().Header())
+		return next(c)
+	}
+}

@@ -1,0 +1,176 @@
+package handlers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Console session lifetimes (DESIGN §9).
+const (
+	sessionAbsolute = 12 * time.Hour
+	sessionIdle     = 30 * time.Minute
+	// sessionTouchEvery bounds last_seen writes to one a minute per session
+	// instead of one per page view.
+	sessionTouchEvery = time.Minute
+)
+
+// Login throttling: this many failures per account within the window
+// answer 429 until the oldest failure leaves the window.
+const (
+	loginMaxFailures = 5
+	loginWindow      = 15 * time.Minute
+)
+
+// All SQL of console_sessions and console_login_failures
+// (migrations/00100_console_sessions.sql).
+const (
+	sessionInsert = `
+INSERT INTO console_sessions (id_hash, tenant_id, principal_id, csrf_token, created_at, last_seen)
+VALUES ($1, $2, $3, $4, $5, $5)`
+
+	sessionGetLive = `
+SELECT tenant_id, principal_id, csrf_token, last_seen
+  FROM console_sessions
+ WHERE id_hash = $1 AND created_at > $2 AND last_seen > $3`
+
+	sessionTouch = `
+UPDATE console_sessions SET last_seen = $2 WHERE id_hash = $1 AND last_seen < $2`
+
+	sessionDelete = `DELETE FROM console_sessions WHERE id_hash = $1`
+
+	sessionDeletePrincipal = `
+DELETE FROM console_sessions WHERE tenant_id = $1 AND principal_id = $2`
+
+	sessionDeleteExpired = `
+DELETE FROM console_sessions WHERE created_at <= $1 OR last_seen <= $2`
+
+	loginFailureInsert = `
+INSERT INTO console_login_failures (account, failed_at) VALUES ($1, $2)`
+
+	loginFailureCount = `
+SELECT count(*) FROM console_login_failures WHERE account = $1 AND failed_at > $2`
+
+	loginFailureClear = `DELETE FROM console_login_failures WHERE account = $1`
+
+	loginFailurePrune = `DELETE FROM console_login_failures WHERE failed_at <= $1`
+)
+
+// dbTimeout bounds every session query: a stuck database must not hold a
+// page view forever.
+const dbTimeout = 5 * time.Second
+
+// sessionRow is a live server-side session.
+type sessionRow struct {
+	TenantID    string
+	PrincipalID string
+	CSRF        string
+}
+
+// sessionStore keeps console sessions and login failures in PostgreSQL.
+type sessionStore struct {
+	pool *pgxpool.Pool
+}
+
+// hashSessionID is the row key of a session id.
+func hashSessionID(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+// create stores a new session and prunes expired ones, so the table stays
+// the size of the live sessions without a separate sweeper.
+func (st *sessionStore) create(ctx context.Context, id, tenantID, principalID, csrf string, now time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
+	if _, err := st.pool.Exec(ctx, sessionDeleteExpired, now.Add(-sessionAbsolute), now.Add(-sessionIdle)); err != nil {
+		return fmt.Errorf("session: prune: %w", err)
+	}
+	if _, err := st.pool.Exec(ctx, sessionInsert, hashSessionID(id), tenantID, principalID, csrf, now); err != nil {
+		return fmt.Errorf("session: create: %w", err)
+	}
+	return nil
+}
+
+// get returns a live session (within both lifetimes) and refreshes its idle
+// clock; ok is false when there is none.
+func (st *sessionStore) get(ctx context.Context, id string, now time.Time) (row sessionRow, ok bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
+	key := hashSessionID(id)
+	var lastSeen time.Time
+	err = st.pool.QueryRow(ctx, sessionGetLive, key, now.Add(-sessionAbsolute), now.Add(-sessionIdle)).
+		Scan(&row.TenantID, &row.PrincipalID, &row.CSRF, &lastSeen)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sessionRow{}, false, nil
+	}
+	if err != nil {
+		return sessionRow{}, false, fmt.Errorf("session: get: %w", err)
+	}
+	if now.Sub(lastSeen) >= sessionTouchEvery {
+		if _, err := st.pool.Exec(ctx, sessionTouch, key, now); err != nil {
+			return sessionRow{}, false, fmt.Errorf("session: touch: %w", err)
+		}
+	}
+	return row, true, nil
+}
+
+// delete ends one session.
+func (st *sessionStore) delete(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
+	if _, err := st.pool.Exec(ctx, sessionDelete, hashSessionID(id)); err != nil {
+		return fmt.Errorf("session: delete: %w", err)
+	}
+	return nil
+}
+
+// deletePrincipal ends every session of a principal ("sign out everywhere").
+func (st *sessionStore) deletePrincipal(ctx context.Context, tenantID, principalID string) error {
+	ctx, cancel := context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
+	if _, err := st.pool.Exec(ctx, sessionDeletePrincipal, tenantID, principalID); err != nil {
+		return fmt.Errorf("session: delete all: %w", err)
+	}
+	return nil
+}
+
+// loginThrottled reports whether an account has used up its failures.
+func (st *sessionStore) loginThrottled(ctx context.Context, account string, now time.Time) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
+	var n int
+	if err := st.pool.QueryRow(ctx, loginFailureCount, account, now.Add(-loginWindow)).Scan(&n); err != nil {
+		return false, fmt.Errorf("login throttle: count: %w", err)
+	}
+	return n >= loginMaxFailures, nil
+}
+
+// loginFailed records a failure and drops failures older than the window.
+func (st *sessionStore) loginFailed(ctx context.Context, account string, now time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
+	if _, err := st.pool.Exec(ctx, loginFailurePrune, now.Add(-loginWindow)); err != nil {
+		return fmt.Errorf("login throttle: prune: %w", err)
+	}
+	if _, err := st.pool.Exec(ctx, loginFailureInsert, account, now); err != nil {
+		return fmt.Errorf("login throttle: record: %w", err)
+	}
+	return nil
+}
+
+// loginSucceeded forgets an account's failures.
+func (st *sessionStore) loginSucceeded(ctx context.Context, account string) error {
+	ctx, cancel := context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
+	if _, err := st.pool.Exec(ctx, loginFailureClear, account); err != nil {
+		return fmt.Errorf("login throttle: clear: %w", err)
+	}
+	return nil
+}
