@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"gatehouse/client"
 	"gatehouse/engine"
 	"gatehouse/service"
@@ -73,7 +75,7 @@ type agent struct {
 func startRun(t testing.TB, c *client.Client, deadline *time.Time) *agent {
 	t.Helper()
 	ctx := testContext(t)
-	run, err := c.SubmitRun(ctx, service.SubmitRunInput{SessionID: "s-" + randomHex(t, 4), AgentID: "agent-1", AgentVersion: "1.0.0", Deadline: deadline})
+	run, err := c.SubmitRun(ctx, service.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "agent-1", AgentVersion: "1.0.0", Deadline: deadline})
 	if err != nil {
 		t.Fatalf("submit: %v", err)
 	}
@@ -100,10 +102,11 @@ func (a *agent) propose(t testing.TB, req engine.ActionRequest) service.ProposeR
 	return res
 }
 
-// parkingAction needs approval under the default profile (external_write).
-func parkingAction(id string) engine.ActionRequest {
+// parkingAction (a fresh action id each call) needs approval under the
+// default profile (external_write).
+func parkingAction() engine.ActionRequest {
 	return engine.ActionRequest{
-		ActionID: id, Kind: engine.ActionToolCall, Name: "demo.external_write",
+		ActionID: uuid.NewString(), Kind: engine.ActionToolCall, Name: "demo.external_write",
 		Summary: "set the status of record 42", StepNumber: 1,
 		Arguments:   map[string]any{"record": "42", "field": "status", "value": "shipped"},
 		OriginTrust: engine.TrustUser,
@@ -111,9 +114,9 @@ func parkingAction(id string) engine.ActionRequest {
 }
 
 // allowedAction is allowed under the default profile (a workspace read).
-func allowedAction(id string) engine.ActionRequest {
+func allowedAction() engine.ActionRequest {
 	return engine.ActionRequest{
-		ActionID: id, Kind: engine.ActionToolCall, Name: "workspace.read_text",
+		ActionID: uuid.NewString(), Kind: engine.ActionToolCall, Name: "workspace.read_text",
 		Summary: "read the notes", StepNumber: 1,
 		Arguments:   map[string]any{"path": "notes/todo.txt"},
 		OriginTrust: engine.TrustUser,
@@ -125,7 +128,7 @@ func allowedAction(id string) engine.ActionRequest {
 func park(t testing.TB, c *client.Client) (*agent, service.ProposeResult) {
 	t.Helper()
 	a := startRun(t, c, nil)
-	res := a.propose(t, parkingAction("act-"+randomHex(t, 4)))
+	res := a.propose(t, parkingAction())
 	if res.Decision != engine.DecisionRequireApproval || res.ApprovalID == "" {
 		t.Fatalf("parking action: %+v", res)
 	}

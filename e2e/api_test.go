@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"gatehouse/client"
 	"gatehouse/engine"
 	"gatehouse/service"
@@ -107,9 +109,8 @@ func testGate07CrossTenant(t *testing.T, srv *server) {
 	lease := `{"worker_id":"` + a.lease.WorkerID + `","fencing_token":` + jsonNumber(a.lease.FencingToken)
 	for _, r := range []struct{ method, path, body string }{
 		{"GET", "/v1/runs/" + run, ""},
-		{"POST", "/v1/runs/claim", `{"worker_id":"w","lease_seconds":30,"run_id":"` + run + `"}`},
 		{"POST", "/v1/runs/" + run + "/heartbeat", lease + `}`},
-		{"POST", "/v1/runs/" + run + "/actions", lease + `,"action":{"action_id":"z","kind":"tool_call","name":"workspace.read_text","summary":"s","step_number":1,"arguments":{"path":"a"},"argument_trust":{},"origin_trust":"user"}}`},
+		{"POST", "/v1/runs/" + run + "/actions", lease + `,"action":{"action_id":"` + uuid.NewString() + `","kind":"tool_call","name":"workspace.read_text","summary":"s","step_number":1,"arguments":{"path":"a"},"argument_trust":{},"origin_trust":"user"}}`},
 		{"POST", "/v1/runs/" + run + "/invocations/" + inv + "/resume", lease + `,"arguments":{},"agent_version":"1.0.0"}`},
 		{"POST", "/v1/runs/" + run + "/invocations/" + inv + "/result", lease + `,"status":"succeeded"}`},
 		{"POST", "/v1/runs/" + run + "/complete", lease + `,"status":"completed"}`},
@@ -122,6 +123,11 @@ func testGate07CrossTenant(t *testing.T, srv *server) {
 		}
 	}
 	ctx := testContext(t)
+	// Claiming by id answers "nothing to claim" (204), exactly as for an own
+	// run that is not claimable: the answer says nothing about alice's run.
+	if _, ok, err := srv.Client("carol").Claim(ctx, service.ClaimInput{WorkerID: "w", LeaseSeconds: 30, RunID: run}); ok || err != nil {
+		t.Errorf("carol claims alice's run: ok=%v err=%v", ok, err)
+	}
 	page, err := srv.Client("carol").ListApprovals(ctx, client.ApprovalQuery{RunID: run})
 	if err != nil || len(page.Items) != 0 {
 		t.Errorf("carol lists alice's approvals: %v %v", page.Items, err)
@@ -148,11 +154,11 @@ func testProposeParkResolveResume(t *testing.T, srv *server) {
 	a := startRun(t, alice, nil)
 
 	// An allowed action is authorized at once.
-	if res := a.propose(t, allowedAction("read-1")); res.Decision != engine.DecisionAllow || res.RunStatus != service.RunRunning {
+	if res := a.propose(t, allowedAction()); res.Decision != engine.DecisionAllow || res.RunStatus != service.RunRunning {
 		t.Fatalf("allowed action: %+v", res)
 	}
 	// Proposing the same action id again is idempotent.
-	req := parkingAction("write-1")
+	req := parkingAction()
 	res := a.propose(t, req)
 	if res.Decision != engine.DecisionRequireApproval || res.RunStatus != service.RunWaitingForApproval {
 		t.Fatalf("parking action: %+v", res)
@@ -321,8 +327,8 @@ func testGate08DenialResultKeys(t *testing.T, srv *server) {
 		req    engine.ActionRequest
 		reason string
 	}{
-		{engine.ActionRequest{ActionID: "secret-1", Kind: engine.ActionToolCall, Name: "secrets.read", Summary: "read a secret", StepNumber: 1, Arguments: map[string]any{"name": "prod-db"}, OriginTrust: engine.TrustUser}, "policy.hardline."},
-		{engine.ActionRequest{ActionID: "unknown-1", Kind: engine.ActionToolCall, Name: "no.such.tool", Summary: "?", StepNumber: 1, Arguments: map[string]any{}, OriginTrust: engine.TrustUser}, engine.ReasonUnclassifiable},
+		{engine.ActionRequest{ActionID: uuid.NewString(), Kind: engine.ActionToolCall, Name: "secrets.read", Summary: "read a secret", StepNumber: 1, Arguments: map[string]any{"name": "prod-db"}, OriginTrust: engine.TrustUser}, "policy.hardline."},
+		{engine.ActionRequest{ActionID: uuid.NewString(), Kind: engine.ActionToolCall, Name: "no.such.tool", Summary: "?", StepNumber: 1, Arguments: map[string]any{}, OriginTrust: engine.TrustUser}, engine.ReasonUnclassifiable},
 	} {
 		body := `{"worker_id":"` + a.lease.WorkerID + `","fencing_token":` + jsonNumber(a.lease.FencingToken) + `,"action":` + mustJSON(t, c.req) + `}`
 		st, res := rawCall(t, "POST", srv.BaseURL+"/v1/runs/"+a.run.ID+"/actions", srv.Token("alice"), body)
@@ -360,7 +366,7 @@ func testExpiry(t *testing.T, srv *server) {
 	alice := srv.Client("alice")
 	deadline := time.Now().Add(2 * time.Second)
 	a := startRun(t, alice, &deadline)
-	res := a.propose(t, parkingAction("expiring"))
+	res := a.propose(t, parkingAction())
 	if res.Decision != engine.DecisionRequireApproval {
 		t.Fatalf("propose: %+v", res)
 	}
@@ -397,7 +403,7 @@ func testCancellation(t *testing.T, srv *server) {
 		t.Fatalf("resolving a cancelled approval: %v", err)
 	}
 	// The cancelled run's worker is fenced off.
-	if _, err := alice.Propose(ctx, a.run.ID, a.lease, allowedAction("after-cancel")); err == nil {
+	if _, err := alice.Propose(ctx, a.run.ID, a.lease, allowedAction()); err == nil {
 		t.Error("a cancelled run accepted a proposal")
 	}
 }
@@ -441,12 +447,12 @@ func testBadInput(t *testing.T, srv *server) {
 	// Inputs the service must refuse with 4xx, not 5xx: unknown tools deny,
 	// empty fields and unknown enum values are 400.
 	for name, body := range map[string]string{
-		"unknown tool":     `{` + lease + `,"action":{"action_id":"u1","kind":"tool_call","name":"rm.everything","summary":"s","step_number":1,"arguments":{},"argument_trust":{},"origin_trust":"user"}}`,
-		"unknown kind":     `{` + lease + `,"action":{"action_id":"u2","kind":"teleport","name":"workspace.read_text","summary":"s","step_number":1,"arguments":{"path":"a"},"argument_trust":{},"origin_trust":"user"}}`,
-		"unknown trust":    `{` + lease + `,"action":{"action_id":"u3","kind":"tool_call","name":"workspace.read_text","summary":"s","step_number":1,"arguments":{"path":"a"},"argument_trust":{"path":"divine"},"origin_trust":"user"}}`,
+		"unknown tool":     `{` + lease + `,"action":{"action_id":"` + uuid.NewString() + `","kind":"tool_call","name":"rm.everything","summary":"s","step_number":1,"arguments":{},"argument_trust":{},"origin_trust":"user"}}`,
+		"unknown kind":     `{` + lease + `,"action":{"action_id":"` + uuid.NewString() + `","kind":"teleport","name":"workspace.read_text","summary":"s","step_number":1,"arguments":{"path":"a"},"argument_trust":{},"origin_trust":"user"}}`,
+		"unknown trust":    `{` + lease + `,"action":{"action_id":"` + uuid.NewString() + `","kind":"tool_call","name":"workspace.read_text","summary":"s","step_number":1,"arguments":{"path":"a"},"argument_trust":{"path":"divine"},"origin_trust":"user"}}`,
 		"empty action id":  `{` + lease + `,"action":{"action_id":"","kind":"tool_call","name":"workspace.read_text","summary":"s","step_number":1,"arguments":{"path":"a"},"argument_trust":{},"origin_trust":"user"}}`,
-		"big number":       `{` + lease + `,"action":{"action_id":"u4","kind":"tool_call","name":"payments.charge","summary":"s","step_number":1,"arguments":{"customer":"c","amount_cents":1e400,"currency":"EUR"},"argument_trust":{},"origin_trust":"user"}}`,
-		"nested arguments": `{` + lease + `,"action":{"action_id":"u5","kind":"tool_call","name":"workspace.write_text","summary":"s","step_number":1,"arguments":{"path":"a","text":{"deep":[1,{"x":null}]}},"argument_trust":{},"origin_trust":"user"}}`,
+		"big number":       `{` + lease + `,"action":{"action_id":"` + uuid.NewString() + `","kind":"tool_call","name":"payments.charge","summary":"s","step_number":1,"arguments":{"customer":"c","amount_cents":1e400,"currency":"EUR"},"argument_trust":{},"origin_trust":"user"}}`,
+		"nested arguments": `{` + lease + `,"action":{"action_id":"` + uuid.NewString() + `","kind":"tool_call","name":"workspace.write_text","summary":"s","step_number":1,"arguments":{"path":"a","text":{"deep":[1,{"x":null}]}},"argument_trust":{},"origin_trust":"user"}}`,
 	} {
 		st, res := rawCall(t, "POST", actions, tok, body)
 		if st >= 500 {
@@ -455,8 +461,8 @@ func testBadInput(t *testing.T, srv *server) {
 	}
 	for name, body := range map[string]string{
 		"empty session":   `{"session_id":"","agent_id":"a","agent_version":"1"}`,
-		"unknown profile": `{"session_id":"s","agent_id":"a","agent_version":"1","policy_profile":"nope"}`,
-		"bad deadline":    `{"session_id":"s","agent_id":"a","agent_version":"1","deadline":"tomorrow"}`,
+		"unknown profile": `{"session_id":"` + uuid.NewString() + `","agent_id":"a","agent_version":"1","policy_profile":"nope"}`,
+		"bad deadline":    `{"session_id":"` + uuid.NewString() + `","agent_id":"a","agent_version":"1","deadline":"tomorrow"}`,
 	} {
 		if st, res := rawCall(t, "POST", srv.BaseURL+"/v1/runs", tok, body); st != http.StatusBadRequest {
 			t.Errorf("%s: %d %v, want 400", name, st, res)
@@ -468,15 +474,15 @@ func testPagination(t *testing.T, srv *server) {
 	ctx := testContext(t)
 	alice, bob := srv.Client("alice"), srv.Client("bob")
 	// A session of this subtest's own keeps other subtests' approvals out.
-	session := "page-" + randomHex(t, 4)
+	session := uuid.NewString()
 	want := map[string]bool{}
-	for i := range 3 {
+	for range 3 {
 		run, err := alice.SubmitRun(ctx, service.SubmitRunInput{SessionID: session, AgentID: "a", AgentVersion: "1.0.0"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		a := claim(t, alice, run.ID)
-		res := a.propose(t, parkingAction("page-"+jsonNumber(int64(i))))
+		res := a.propose(t, parkingAction())
 		want[res.ApprovalID] = true
 	}
 	seen := map[string]bool{}

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"slices"
 
 	"github.com/labstack/echo/v4"
 
@@ -20,11 +19,8 @@ func (s *Server) policyGet(c echo.Context) error {
 		Profile:       rs.ProfileName(),
 		RuleCount:     rs.RuleCount(),
 		HardlineCount: len(rs.Hardline()),
+		Profiles:      s.cfg.Policy.Profiles(),
 	}
-	for name := range s.cfg.Policy.Rulesets {
-		out.Profiles = append(out.Profiles, name)
-	}
-	slices.Sort(out.Profiles)
 	return c.JSON(http.StatusOK, out)
 }
 

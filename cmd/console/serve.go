@@ -223,7 +223,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	logger.Info("serving", "addr", ln.Addr().String(), "dev_mode", cfg.devMode,
-		"policy_profile", policy.Default, "reaper_interval", cfg.reaperInterval.String())
+		"policy_profile", policy.DefaultProfile(), "reaper_interval", cfg.reaperInterval.String())
 	if cfg.demo {
 		wg.Go(func() {
 			if err := demoLoop(bg, cfg.baseURL, demoToken, logger); err != nil && bg.Err() == nil {
