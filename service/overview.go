@@ -20,26 +20,26 @@ SELECT count(*),
        COALESCE(percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM resolved_at - created_at)), 0)
   FROM approvals
  WHERE tenant_id = $1 AND status IN ('approved', 'denied')
-   AND resolved_at > $2 - interval '24 hours' AND resolved_at <= $2`
+   AND resolved_at > $2::timestamptz - interval '24 hours' AND resolved_at <= $2`
 
 // overviewApprovalsByHour buckets expiries and approvals of the last 24
 // hours; bucket 23 is the hour ending at $2.
 const overviewApprovalsByHour = `
-SELECT 23 - floor(extract(epoch FROM $2 - resolved_at) / 3600)::int AS bucket,
+SELECT 23 - floor(extract(epoch FROM $2::timestamptz - resolved_at) / 3600)::int AS bucket,
        count(*) FILTER (WHERE status = 'expired'),
        count(*) FILTER (WHERE status = 'approved')
   FROM approvals
  WHERE tenant_id = $1 AND status IN ('expired', 'approved')
-   AND resolved_at > $2 - interval '24 hours' AND resolved_at <= $2
+   AND resolved_at > $2::timestamptz - interval '24 hours' AND resolved_at <= $2::timestamptz
  GROUP BY 1`
 
 // overviewDenialsByHour buckets policy and human denials (action.denied
 // events) the same way.
 const overviewDenialsByHour = `
-SELECT 23 - floor(extract(epoch FROM $2 - created_at) / 3600)::int AS bucket, count(*)
+SELECT 23 - floor(extract(epoch FROM $2::timestamptz - created_at) / 3600)::int AS bucket, count(*)
   FROM events
  WHERE tenant_id = $1 AND type = 'action.denied'
-   AND created_at > $2 - interval '24 hours' AND created_at <= $2
+   AND created_at > $2::timestamptz - interval '24 hours' AND created_at <= $2
  GROUP BY 1`
 
 // Overview is the console's dashboard for the principal's tenant.

@@ -1,0 +1,354 @@
+package service
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"gatehouse/engine"
+)
+
+func TestSubmitValidatesAndStamps(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.svc.SubmitRun(b.ctx, b.owner, SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1", PolicyProfile: "nope"})
+	wantErr(t, err, ErrInvalid)
+	_, err = b.svc.SubmitRun(b.ctx, b.owner, SubmitRunInput{SessionID: "x", AgentID: "a", AgentVersion: "1"})
+	wantErr(t, err, ErrInvalid)
+	r := b.submit(b.owner, nil)
+	mustEqual(t, "status", r.Status, RunQueued)
+	mustEqual(t, "profile", r.PolicyProfile, "default")
+	if !slices.Equal(r.PrincipalScopes, b.owner.Scopes) {
+		t.Fatalf("stamp = %v", r.PrincipalScopes)
+	}
+	other := engine.Principal{ID: "owner", TenantID: "elsewhere", Scopes: allScopes}
+	_, err = b.svc.GetRun(b.ctx, other, r.ID)
+	wantErr(t, err, ErrNotFound)
+}
+
+func TestClaimLeaseFencing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.submit(b.owner, nil)
+	c := b.claim(r.ID)
+	mustEqual(t, "token", c.lease.FencingToken, int64(1))
+	if _, ok, err := b.svc.ClaimRun(b.ctx, b.owner, ClaimInput{WorkerID: "w2", LeaseSeconds: 60, RunID: r.ID}); ok || err != nil {
+		t.Fatalf("second claim of a leased run: ok=%v err=%v", ok, err)
+	}
+	_, _, err := b.svc.ClaimRun(b.ctx, b.owner, ClaimInput{WorkerID: "w2", LeaseSeconds: 1})
+	wantErr(t, err, ErrInvalid)
+	if _, err := b.svc.Heartbeat(b.ctx, b.owner, r.ID, c.lease, 60); err != nil {
+		t.Fatalf("heartbeat: %v", err)
+	}
+	_, err = b.svc.Heartbeat(b.ctx, b.owner, r.ID, Lease{WorkerID: c.lease.WorkerID, FencingToken: 7}, 60)
+	wantErr(t, err, ErrStaleLease)
+
+	// The lease expires; another worker reclaims with the next token and
+	// the first worker's calls are stale.
+	b.clock.Advance(61 * time.Second)
+	r2, ok, err := b.svc.ClaimRun(b.ctx, b.owner, ClaimInput{WorkerID: "w2", LeaseSeconds: 60, RunID: r.ID})
+	if err != nil || !ok {
+		t.Fatalf("reclaim: ok=%v err=%v", ok, err)
+	}
+	mustEqual(t, "token", r2.FencingToken, int64(2))
+	_, err = b.svc.Propose(b.ctx, b.owner, r.ID, c.lease, action("workspace.read_text", map[string]any{"path": "a.txt"}))
+	wantErr(t, err, ErrStaleLease)
+	_, err = b.svc.CompleteRun(b.ctx, b.owner, r.ID, c.lease, "completed")
+	wantErr(t, err, ErrStaleLease)
+	done, err := b.svc.CompleteRun(b.ctx, b.owner, r.ID, Lease{WorkerID: "w2", FencingToken: 2}, "completed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "status", done.Status, RunCompleted)
+}
+
+func TestProposeAllowDenyAndIdempotency(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.started()
+	req := action("workspace.write_text", map[string]any{"path": "notes.txt", "text": "hi"})
+	res := b.propose(c, req)
+	mustEqual(t, "decision", res.Decision, engine.DecisionAllow)
+	mustEqual(t, "status", b.invocation(c.run.ID, res.InvocationID).Status, InvocationAuthorized)
+
+	again := b.propose(c, req)
+	mustEqual(t, "repeat invocation", again.InvocationID, res.InvocationID)
+	changed := req
+	changed.Arguments = map[string]any{"path": "other.txt", "text": "hi"}
+	_, err := b.svc.Propose(b.ctx, b.owner, c.run.ID, c.lease, changed)
+	wantErr(t, err, ErrConflict)
+
+	denied := b.propose(c, action("secrets.read", map[string]any{"name": "prod"}))
+	mustEqual(t, "decision", denied.Decision, engine.DecisionDeny)
+	if denied.Result == nil || denied.Result.ReasonCode != engine.MatrixReason(engine.SideEffectCredentialAccess) {
+		t.Fatalf("denial result = %+v", denied.Result)
+	}
+	mustEqual(t, "status", b.invocation(c.run.ID, denied.InvocationID).Status, InvocationDenied)
+
+	if inv, err := b.svc.RecordResult(b.ctx, b.owner, c.run.ID, res.InvocationID, c.lease, "succeeded"); err != nil || inv.Status != InvocationSucceeded {
+		t.Fatalf("record result: %v %v", inv.Status, err)
+	}
+	_, err = b.svc.RecordResult(b.ctx, b.owner, c.run.ID, denied.InvocationID, c.lease, "succeeded")
+	wantErr(t, err, ErrConflict)
+}
+
+func TestCircuitBreakerThirdIdenticalDenial(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.started()
+	args := map[string]any{"name": "prod"}
+	for i := 1; i <= 3; i++ {
+		res := b.propose(c, action("secrets.read", args))
+		want := RunRunning
+		if i == 3 {
+			want = RunFailed
+		}
+		mustEqual(t, "run status after denial", res.RunStatus, want)
+		if i == 2 {
+			// A corrected proposal changes the hash and does not count.
+			b.propose(c, action("secrets.read", map[string]any{"name": "staging"}))
+		}
+	}
+	r := b.run(c.run.ID)
+	mustEqual(t, "failure", r.FailureReason, failureCircuitBreaker)
+	mustEqual(t, "breaker events", b.countEvents(c.run.ID, EventCircuitBreakerTipped), 1)
+}
+
+func TestParkResolveResume(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	authorized := 0
+	b.svc.onAuthorize = func(string) { authorized++ }
+	c := b.started()
+	req := action("email.send", map[string]any{"to": "a@example.com", "subject": "hi", "body": "hello"})
+	res := b.parked(c, req)
+
+	r := b.run(c.run.ID)
+	mustEqual(t, "run", r.Status, RunWaitingForApproval)
+	if r.LeaseExpiresAt != nil {
+		t.Fatal("lease not released")
+	}
+	if !slices.Equal(r.Checkpoint.PendingApprovalIDs, []string{res.ApprovalID}) {
+		t.Fatalf("checkpoint = %+v", r.Checkpoint)
+	}
+	a := b.approval(res.ApprovalID)
+	mustEqual(t, "approval", a.Status, engine.ApprovalPending)
+	mustEqual(t, "expiry (high: 4h)", a.ExpiresAt.Sub(a.CreatedAt), 4*time.Hour)
+	mustEqual(t, "requested events", b.countEvents(c.run.ID, EventApprovalRequested), 1)
+
+	// A retry of the same proposal after the park answers from the record.
+	again := b.propose(c, req)
+	mustEqual(t, "retry approval", again.ApprovalID, res.ApprovalID)
+
+	_, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c.lease, ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"})
+	wantErr(t, err, ErrStaleLease)
+
+	out := b.resolve(res.ApprovalID, engine.ResolutionApproveOnce)
+	mustEqual(t, "result", out.Result, ResolveApplied)
+	r = b.run(c.run.ID)
+	mustEqual(t, "run after resolve", r.Status, RunQueued)
+	if !slices.Equal(r.Checkpoint.ResumableInvocationIDs, []string{res.InvocationID}) || len(r.Checkpoint.PendingApprovalIDs) != 0 {
+		t.Fatalf("checkpoint = %+v", r.Checkpoint)
+	}
+
+	c2 := b.claim(c.run.ID)
+	in := ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"}
+	rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, in)
+	if err != nil || !rr.Authorized {
+		t.Fatalf("resume: %+v %v", rr, err)
+	}
+	rr, err = b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, in)
+	if err != nil || !rr.Authorized {
+		t.Fatalf("second resume: %+v %v", rr, err)
+	}
+	mustEqual(t, "authorizations", authorized, 1)
+	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, InvocationAuthorized)
+	mustEqual(t, "revalidated version", b.approval(res.ApprovalID).RevalidatedPolicyVersion, a.PolicyVersion)
+}
+
+func TestDenyResolutionDeniesInvocation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.started()
+	res := b.parked(c, action("files.delete", map[string]any{"file_id": "f1", "name": "report"}))
+	b.resolve(res.ApprovalID, engine.ResolutionDeny)
+	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, InvocationDenied)
+	c2 := b.claim(c.run.ID)
+	rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, ResumeInput{AgentVersion: "1.0"})
+	if err != nil || rr.Authorized || rr.Result == nil || rr.Result.ReasonCode != engine.ReasonApprovalDenied {
+		t.Fatalf("resume after deny: %+v %v", rr, err)
+	}
+}
+
+func TestResolveRules(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withDistinctResolver)
+	c := b.started()
+	res := b.parked(c, action("blog.publish", map[string]any{"title": "t", "body": "b"}))
+	_, err := b.svc.ResolveApproval(b.ctx, b.owner, res.ApprovalID, engine.ResolutionApproveOnce, "")
+	wantErr(t, err, ErrForbidden)
+	_, err = b.svc.ResolveApproval(b.ctx, b.human, res.ApprovalID, engine.ResolutionApproveForTask, "")
+	wantErr(t, err, ErrInvalid)
+	_, err = b.svc.ResolveApproval(b.ctx, b.human, "not-a-uuid", engine.ResolutionDeny, "")
+	wantErr(t, err, ErrNotFound)
+	mustEqual(t, "applied", b.resolve(res.ApprovalID, engine.ResolutionApproveOnce).Result, ResolveApplied)
+}
+
+func TestCancelParkedRunCancelsNotDenies(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.started()
+	res := b.parked(c, action("http.post", map[string]any{"url": "https://example.com", "body": "x"}))
+	r, err := b.svc.CancelRun(b.ctx, b.owner, c.run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "run", r.Status, RunCancelled)
+	mustEqual(t, "approval", b.approval(res.ApprovalID).Status, engine.ApprovalCancelled)
+	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, InvocationCancelled)
+	_, err = b.svc.CancelRun(b.ctx, b.owner, c.run.ID)
+	wantErr(t, err, ErrConflict)
+	out := b.resolve(res.ApprovalID, engine.ResolutionApproveOnce)
+	mustEqual(t, "resolve after cancel", out.Result, ResolveConflict)
+}
+
+func TestCancelRunningRunFencesLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.started()
+	r, err := b.svc.CancelRun(b.ctx, b.owner, c.run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "token", r.FencingToken, c.lease.FencingToken+1)
+	_, err = b.svc.Propose(b.ctx, b.owner, c.run.ID, c.lease, action("workspace.read_text", map[string]any{"path": "a"}))
+	wantErr(t, err, ErrStaleLease)
+}
+
+func TestExpiryCappedByDeadline(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	deadline := b.clock.Now().Add(30 * time.Minute)
+	c := b.claim(b.submit(b.owner, &deadline).ID)
+	res := b.parked(c, action("payments.charge", map[string]any{"customer": "c1", "amount_cents": 100, "currency": "EUR"}))
+	a := b.approval(res.ApprovalID)
+	if !a.ExpiresAt.Equal(deadline) {
+		t.Fatalf("expires_at = %v, want the deadline %v", a.ExpiresAt, deadline)
+	}
+}
+
+func TestListApprovalsKeysetOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// Six parked runs: risks high, critical, medium-ish, in creation order.
+	tools := []struct {
+		name string
+		args map[string]any
+	}{
+		{"email.send", map[string]any{"to": "a"}},
+		{"payments.charge", map[string]any{"customer": "c"}},
+		{"http.post", map[string]any{"url": "u"}},
+		{"payments.charge", map[string]any{"customer": "d"}},
+		{"artifact.export", map[string]any{"artifact_id": "x"}},
+		{"blog.publish", map[string]any{"title": "t"}},
+	}
+	for _, tl := range tools {
+		c := b.started()
+		req := action(tl.name, tl.args)
+		if tl.name == "artifact.export" {
+			req.Kind = engine.ActionArtifactExport
+		}
+		b.parked(c, req)
+		b.clock.Advance(time.Second)
+	}
+	var got []Approval
+	cursor := ""
+	for {
+		page, err := b.svc.ListApprovals(b.ctx, b.human, ApprovalFilter{Limit: 2, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, page.Items...)
+		if page.NextCursor == "" {
+			break
+		}
+		cursor = page.NextCursor
+	}
+	mustEqual(t, "count", len(got), len(tools))
+	for i := 1; i < len(got); i++ {
+		prev, cur := got[i-1], got[i]
+		if prev.Risk.Rank() < cur.Risk.Rank() ||
+			(prev.Risk == cur.Risk && prev.CreatedAt.After(cur.CreatedAt)) {
+			t.Fatalf("queue order broken at %d: %s@%v before %s@%v", i, prev.Risk, prev.CreatedAt, cur.Risk, cur.CreatedAt)
+		}
+	}
+	mustEqual(t, "first", got[0].Risk, engine.RiskCritical)
+	mustEqual(t, "last", got[len(got)-1].Risk, engine.RiskMedium)
+	_, err := b.svc.ListApprovals(b.ctx, b.human, ApprovalFilter{Cursor: "garbage"})
+	wantErr(t, err, ErrInvalid)
+
+	// History: newest resolution first.
+	for _, a := range got[:3] {
+		b.resolve(a.ID, engine.ResolutionDeny)
+		b.clock.Advance(time.Second)
+	}
+	page, err := b.svc.ListApprovals(b.ctx, b.human, ApprovalFilter{Status: "resolved", Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "history first", page.Items[0].ID, got[2].ID)
+	page, err = b.svc.ListApprovals(b.ctx, b.human, ApprovalFilter{Status: "resolved", Limit: 2, Cursor: page.NextCursor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "history last", page.Items[0].ID, got[0].ID)
+	mustEqual(t, "history end", page.NextCursor, "")
+}
+
+func TestListEventsWatermarkAndLongPoll(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.started()
+	evs, err := b.svc.ListEvents(b.ctx, b.owner, EventFilter{RunID: c.run.ID})
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("events = %d, %v; want submitted and claimed", len(evs), err)
+	}
+	last := evs[len(evs)-1].ID
+	done := make(chan []Event)
+	go func() {
+		evs, _ := b.svc.ListEvents(b.ctx, b.owner, EventFilter{After: last, Wait: 5 * time.Second})
+		done <- evs
+	}()
+	time.Sleep(100 * time.Millisecond)
+	b.parked(c, action("email.send", map[string]any{"to": "x"}))
+	got := <-done
+	if len(got) == 0 || got[0].Type != EventApprovalRequested {
+		t.Fatalf("long poll got %+v", got)
+	}
+	other := engine.Principal{ID: "x", TenantID: "another-tenant"}
+	evs, err = b.svc.ListEvents(b.ctx, other, EventFilter{RunID: c.run.ID})
+	if err != nil || len(evs) != 0 {
+		t.Fatalf("another tenant sees %d events (%v)", len(evs), err)
+	}
+}
+
+func TestOverview(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.started()
+	res := b.parked(c, action("payments.charge", map[string]any{"customer": "c"}))
+	c2 := b.started()
+	b.parked(c2, action("email.send", map[string]any{"to": "x"}))
+	b.clock.Advance(10 * time.Second)
+	b.resolve(res.ApprovalID, engine.ResolutionApproveOnce)
+	o, err := b.svc.Overview(b.ctx, b.human)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "pending high", o.PendingByRisk[engine.RiskHigh], 1)
+	mustEqual(t, "resolved", o.ResolvedLastDay, 1)
+	mustEqual(t, "p50", o.LatencyP50, 10*time.Second)
+	mustEqual(t, "approvals this hour", o.ApprovalsByHour[23], 1)
+}
