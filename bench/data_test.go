@@ -2,7 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
+	"strings"
 
 	"gatehouse/engine"
 	"gatehouse/rules"
@@ -20,6 +22,8 @@ func regoData(set *rules.Set) (map[string]any, error) {
 			"idempotency":     string(t.Idempotency),
 			"required_scopes": strs(t.RequiredScopes),
 			"target":          t.Target,
+			"mcp_server_id":   t.MCPServerID,
+			"version":         t.Version,
 		}
 	}
 
@@ -59,7 +63,10 @@ func regoData(set *rules.Set) (map[string]any, error) {
 		for _, s := range r.AppliesTo {
 			applies = append(applies, string(s))
 		}
+		hosts, cidrs := egressHosts(r)
 		hl = append(hl, map[string]any{
+			"hostnames":    strs(hosts),
+			"cidrs":        strs(cidrs),
 			"id":           r.ID,
 			"kind":         r.Kind,
 			"applies_to":   strs(applies),
@@ -70,11 +77,10 @@ func regoData(set *rules.Set) (map[string]any, error) {
 	}
 
 	return map[string]any{
-		"catalog":             catalog,
-		"profiles":            profiles,
-		"hardline":            hl,
-		"egress":              map[string]any{"hosts": strs(metadataHosts), "cidrs": strs(metadataCIDRs)},
-		"credential_patterns": strs(credentialPatterns),
+		"catalog":            catalog,
+		"profiles":           profiles,
+		"hardline":           hl,
+		"credential_pattern": credentialPattern,
 	}, nil
 }
 
@@ -96,10 +102,42 @@ func strs(s []string) []any {
 	return out
 }
 
-// The egress_host and credential_egress rules carry no pattern in the
-// ruleset: their hosts and value shapes are the engine's. These mirror it.
-var (
-	metadataHosts      = []string{"169.254.169.254", "fd00:ec2::254", "metadata.google.internal"}
-	metadataCIDRs      = []string{"169.254.0.0/16", "fe80::/10"}
-	credentialPatterns = []string{}
-)
+// egressHosts splits an egress_host pattern as the engine does: addresses
+// and CIDR ranges become ranges (net.cidr_contains), the rest host names.
+func egressHosts(r engine.HardlineRule) (hosts, cidrs []string) {
+	if r.Kind != engine.HardlineEgressHost {
+		return nil, nil
+	}
+	for item := range strings.SplitSeq(r.Pattern, ",") {
+		item = strings.TrimSpace(item)
+		switch {
+		case item == "":
+		case strings.Contains(item, "/"):
+			cidrs = append(cidrs, item)
+		default:
+			if a, err := netip.ParseAddr(item); err == nil {
+				cidrs = append(cidrs, netip.PrefixFrom(a, a.BitLen()).String())
+				continue
+			}
+			hosts = append(hosts, strings.TrimRight(strings.ToLower(item), "."))
+		}
+	}
+	return hosts, cidrs
+}
+
+// credentialPattern is a copy of the engine's unexported credentialShape
+// (engine/credentials.go). TestCredentialPatternMatchesEngine keeps the two
+// from drifting.
+var credentialPattern = strings.Join([]string{
+	`(?:AKIA|ASIA)[0-9A-Z]{16}`,
+	`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----`,
+	`(?:ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{20,}`,
+	`github_pat_[A-Za-z0-9_]{20,}`,
+	`xox[abposr]-[A-Za-z0-9-]{10,}`,
+	`(?:sk|rk)_live_[A-Za-z0-9]{16,}`,
+	`sk-[A-Za-z0-9_-]{20,}`,
+	`eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`,
+	`(?i:bearer)\s+[A-Za-z0-9._~+/=-]{20,}`,
+	`AIza[0-9A-Za-z_-]{35}`,
+	`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@`,
+}, "|")

@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -248,8 +250,9 @@ func TestAgreement(t *testing.T) {
 	f := loadFixture(t)
 	ctx := context.Background()
 	var skipped []string
+	agreed := 0
 	for _, c := range f.cases {
-		t.Run(c.file+"/"+c.name, func(t *testing.T) {
+		ok := t.Run(c.file+"/"+c.name, func(t *testing.T) {
 			if c.skip != "" {
 				skipped = append(skipped, fmt.Sprintf("%s/%s: %s", c.file, c.name, c.skip))
 				t.Skip(c.skip)
@@ -266,9 +269,12 @@ func TestAgreement(t *testing.T) {
 				t.Errorf("opa = %+v, gatehouse = %+v", opaV, goV)
 			}
 		})
+		if ok && c.skip == "" {
+			agreed++
+		}
 	}
 	sort.Strings(skipped)
-	t.Logf("%d cases, %d agreed, %d skipped", len(f.cases), len(f.cases)-len(skipped), len(skipped))
+	t.Logf("%d cases, %d agreed, %d skipped", len(f.cases), agreed, len(skipped))
 	for _, s := range skipped {
 		t.Logf("skipped %s", s)
 	}
@@ -317,4 +323,42 @@ func TestMain(m *testing.M) {
 func benchRequested() bool {
 	f := flag.Lookup("test.bench")
 	return f != nil && f.Value.String() != "" && !slices.Contains([]string{"^$", "NONE"}, strings.TrimSpace(f.Value.String()))
+}
+
+// TestCredentialPatternMatchesEngine guards the copy of the engine's
+// credential shape the Rego policy reads against drift, over the shipped
+// hardline examples, every corpus string and a sample of each shape.
+func TestCredentialPatternMatchesEngine(t *testing.T) {
+	f := loadFixture(t)
+	re := regexp.MustCompile(credentialPattern)
+	samples := []string{
+		"AKIAIOSFODNN7EXAMPLE", "-----BEGIN RSA PRIVATE KEY-----", "ghp_abcdefghijklmnopqrstuvwxyz",
+		"github_pat_abcdefghijklmnopqrstuvwxyz", "xoxb-1234567890-abc", "sk_live_abcdefghijklmnop",
+		"sk-abcdefghijklmnopqrstuvwx", "eyJhbGciOiJI.eyJzdWIiOiIx.c2lnbmF0dXJl", "Bearer abcdefghijklmnopqrstuvwxyz",
+		"AIzaSyA-abcdefghijklmnopqrstuvwxyz012345", "https://user:hunter2@example.com/", "the key starts with AKIA, rotate it",
+	}
+	for _, c := range f.cases {
+		samples = slices.AppendSeq(samples, maps.Keys(c.request.Arguments))
+		walkStrings(c.request.Arguments, func(s string) { samples = append(samples, s) })
+	}
+	for _, s := range samples {
+		if got, want := len(s) >= 15 && re.MatchString(s), engine.ContainsCredential(s); got != want {
+			t.Errorf("credential pattern on %q = %v, engine = %v", s, got, want)
+		}
+	}
+}
+
+func walkStrings(v any, fn func(string)) {
+	switch x := v.(type) {
+	case string:
+		fn(x)
+	case map[string]any:
+		for _, e := range x {
+			walkStrings(e, fn)
+		}
+	case []any:
+		for _, e := range x {
+			walkStrings(e, fn)
+		}
+	}
 }

@@ -38,24 +38,43 @@ trust_levels := {
 
 authorizing_origins := {"platform", "trusted_configuration", "user"}
 
+action_kinds := {"tool_call", "memory_write", "skill_authoring", "artifact_export"}
+
+target_kinds := {"in_process", "sandbox", "device", "mcp_server", "web_provider", "browser_provider"}
+
+# A request the gate cannot read exactly is unclassifiable, never guessed at.
 valid if {
-	tool
+	regex.match(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`, action.action_id)
+	action.kind in action_kinds
+	action.name != ""
+	count(action.name) <= 200
+	trim_space(object.get(action, "summary", "")) != ""
+	object.get(action, "step_number", 0) >= 0
+	action.origin_trust in trust_levels
+	object.get(action, ["target", "kind"], "in_process") in target_kinds
+	every name, label in argument_trust {
+		label in trust_levels
+		arguments[name]
+	}
 	profile
 	action.kind == tool.kind
-	action.origin_trust in trust_levels
-	every label in object.get(action, "argument_trust", {}) {
-		label in trust_levels
-	}
+	object.get(action, "version", "") in {"", tool.version}
 }
 
 missing_scopes := {s | some s in tool.required_scopes; not s in {x | some x in input.scopes}}
 
-# A tool with a fixed target gets it whatever the request says.
-target := object.union(object.get(action, "target", {}), {"kind": tool.target}) if {
+# An MCP tool or a tool with a fixed target gets that target whatever the
+# request says; otherwise the runtime reports where it will run the action.
+target := {"kind": "mcp_server", "server_id": tool.mcp_server_id} if {
+	tool.mcp_server_id != ""
+} else := {"kind": tool.target} if {
 	tool.target != ""
 } else := object.get(action, "target", {})
 
-arguments := object.get(action, "arguments", {})
+# JSON null (a nil map on the Go side) reads as empty, as it does in Go.
+arguments := action.arguments if is_object(action.arguments) else := {}
+
+argument_trust := action.argument_trust if is_object(action.argument_trust) else := {}
 
 # --- hardline -------------------------------------------------------------
 
@@ -72,49 +91,126 @@ blocks(rule) if rule.kind == "side_effect"
 
 blocks(rule) if {
 	rule.kind == "command_regex"
-	some v in read_values(rule)
+	some v in read_values(rule, ["command"])
 	regex.match(rule.pattern, v)
 }
 
+# A path is tested as given and with backslashes made slashes and doubled
+# or dot segments cleaned, so "/etc//passwd" cannot slip past "^/etc".
 blocks(rule) if {
 	rule.kind == "path_pattern"
-	some v in read_values(rule)
-	regex.match(rule.pattern, v)
+	some v in read_values(rule, ["path"])
+	some p in {v, clean_path(v)}
+	regex.match(rule.pattern, p)
 }
 
 blocks(rule) if {
 	rule.kind == "egress_host"
-	some v in read_values(rule)
-	metadata_host(url_host(v))
+	some v in read_values(rule, [])
+	some tok in regex.split("[ \t\r\n\"'`,;<>(){}|]", v)
+	blocked_host(rule, host_of(tok))
 }
 
 blocks(rule) if {
 	rule.kind == "credential_egress"
-	some v in read_values(rule)
-	some p in data.credential_patterns
-	regex.match(p, v)
+	some v in read_values(rule, []) | object_keys(arguments)
+	count(v) >= 15
+	regex.match(data.credential_pattern, v)
 }
 
-# The strings a rule reads: the named arguments, or every string value.
-read_values(rule) := {v |
-	some name in rule.arguments
-	some path, v in walk(arguments[name])
-	is_string(v)
-} if {
+# The strings a rule reads: the named arguments (or the kind's default
+# argument), else every string value at any depth.
+read_values(rule, default_args) := strings_in([arguments[n] | some n in rule.arguments]) if {
 	count(rule.arguments) > 0
-} else := {v |
-	some path, v in walk(arguments)
+} else := strings_in([arguments[n] | some n in default_args]) if {
+	count(default_args) > 0
+} else := strings_in(arguments)
+
+strings_in(x) := {v |
+	some _, v in walk(x)
 	is_string(v)
 }
 
-url_host(s) := lower(trim_suffix(trim(m[0][1], "[]"), ".")) if {
-	m := regex.find_all_string_submatch_n(`^(?:[a-zA-Z][a-zA-Z0-9+.-]*://)?(?:[^@/?#]*@)?(\[[^\]]*\]|[^:/?#]*)`, s, 1)
+object_keys(x) := {k |
+	some _, v in walk(x)
+	is_object(v)
+	some k, _ in v
 }
 
-metadata_host(h) if h in {x | some x in data.egress.hosts}
+# clean_path is Go's path.Clean after making backslashes slashes. Rego has
+# no fold, so a segment survives when no later ".." run outnumbers the
+# segments between, as with matching brackets.
+clean_path(p) := cleaned if {
+	q := replace(p, "\\", "/")
+	segs := [s | some s in split(q, "/"); not s in {"", "."}]
+	rooted := startswith(q, "/")
+	kept := [s | some i, s in segs; survives(segs, i, rooted)]
+	cleaned := join_clean(rooted, concat("/", kept))
+}
 
-metadata_host(h) if {
-	some cidr in data.egress.cidrs
+join_clean(true, body) := concat("", ["/", body])
+
+join_clean(false, "") := "."
+
+join_clean(false, body) := body if body != ""
+
+survives(segs, i, _) if {
+	segs[i] != ".."
+	not popped(segs, i, count(segs) - 1)
+}
+
+# A ".." stays only in a relative path, when nothing before it is left to pop.
+survives(segs, i, false) if {
+	segs[i] == ".."
+	every k in span(0, i - 1) {
+		kept_before(segs, k, i)
+	}
+}
+
+kept_before(segs, k, _) if segs[k] == ".."
+
+kept_before(segs, k, i) if {
+	segs[k] != ".."
+	popped(segs, k, i - 1)
+}
+
+popped(segs, i, last) if {
+	some j in span(i + 1, last)
+	dotdots(segs, i + 1, j) > count(span(i + 1, j)) - dotdots(segs, i + 1, j)
+}
+
+dotdots(segs, a, b) := count([k | some k in span(a, b); segs[k] == ".."])
+
+# span is numbers.range without its count-down: empty when a > b.
+span(a, b) := numbers.range(a, b) if a <= b else := []
+
+# The host of a URL, a host:port, a key=value or a bare host.
+host_of(tok) := lower(trim_right(h, ".")) if {
+	m := regex.find_all_string_submatch_n(`^(?:[^/]*://|//|[^=/]*=)?(?:[^@/?#\\]*@)?(\[[^\]]*\]?|[^/?#\\]*)`, tok, 1)
+	raw := m[0][1]
+	h := strip_port(raw)
+}
+
+strip_port(raw) := trim(regex.find_n(`^\[[^\]]*`, raw, 1)[0], "[") if startswith(raw, "[")
+
+strip_port(raw) := split(raw, ":")[0] if {
+	not startswith(raw, "[")
+	count(indexof_n(raw, ":")) == 1
+}
+
+strip_port(raw) := raw if {
+	not startswith(raw, "[")
+	count(indexof_n(raw, ":")) != 1
+}
+
+blocked_host(rule, h) if {
+	h != ""
+	h in rule.hostnames
+}
+
+blocked_host(rule, h) if {
+	h != ""
+	some cidr in rule.cidrs
 	net.cidr_contains(cidr, h)
 }
 
@@ -168,14 +264,14 @@ inside_workspace(p) if {
 trust_exempt := {"none", "workspace_read", "network_read"}
 
 trust_escalated if {
-	row_result.decision == "allow"
+	row_result.decision in {"allow", "allow_with_modifications"}
 	not tool.side_effect in trust_exempt
 	untrusted
 }
 
 untrusted if {
 	not tool_rule.human_confirms_arguments
-	some label in object.get(action, "argument_trust", {})
+	some label in argument_trust
 	label == "external_untrusted"
 }
 
