@@ -249,14 +249,14 @@ condition("constructed_provider_target") if {
 
 condition("path_inside_workspace") if inside_workspace(arguments.path)
 
+# Relative, already clean, no home directory, control byte, backslash or
+# drive letter: engine.PathInsideWorkspace.
 inside_workspace(p) if {
 	is_string(p)
-	p != ""
-	not startswith(p, "/")
-	not contains(p, "\\")
-	every seg in split(p, "/") {
-		seg != ".."
-	}
+	not p in {"", ".", ".."}
+	not regex.match(`^[/~]|^.:|[\x00-\x1f\x7f\\]`, p)
+	clean_path(p) == p
+	not startswith(p, "../")
 }
 
 # --- trust overlay --------------------------------------------------------
