@@ -311,4 +311,3 @@ func mustEqual[T comparable](t testing.TB, what string, got, want T) {
 		t.Fatalf("%s = %v, want %v", what, got, want)
 	}
 }
-

@@ -311,9 +311,17 @@ func TestListEventsWatermarkAndLongPoll(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	c := b.started()
-	evs, err := b.svc.ListEvents(b.ctx, b.owner, EventFilter{RunID: c.run.ID})
-	if err != nil || len(evs) != 2 {
-		t.Fatalf("events = %d, %v; want submitted and claimed", len(evs), err)
+	// An event becomes visible once every older transaction has ended, so
+	// poll until both are there.
+	var evs []Event
+	for deadline := time.Now().Add(5 * time.Second); len(evs) < 2 && time.Now().Before(deadline); {
+		var err error
+		if evs, err = b.svc.ListEvents(b.ctx, b.owner, EventFilter{RunID: c.run.ID, Wait: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(evs) != 2 || evs[0].Type != EventRunSubmitted || evs[1].Type != EventRunClaimed {
+		t.Fatalf("events = %+v; want submitted and claimed", evs)
 	}
 	last := evs[len(evs)-1].ID
 	done := make(chan []Event)
@@ -328,7 +336,7 @@ func TestListEventsWatermarkAndLongPoll(t *testing.T) {
 		t.Fatalf("long poll got %+v", got)
 	}
 	other := engine.Principal{ID: "x", TenantID: "another-tenant"}
-	evs, err = b.svc.ListEvents(b.ctx, other, EventFilter{RunID: c.run.ID})
+	evs, err := b.svc.ListEvents(b.ctx, other, EventFilter{RunID: c.run.ID})
 	if err != nil || len(evs) != 0 {
 		t.Fatalf("another tenant sees %d events (%v)", len(evs), err)
 	}
