@@ -304,7 +304,9 @@ func TestGate10PromptIsNotAuthorization(t *testing.T) {
 		args func(inj string) map[string]any
 	}
 	tools := []tool{
-		{"email.send", engine.ActionToolCall, func(s string) map[string]any { return map[string]any{"to": "boss@example.com", "subject": "fwd", "body": s} }},
+		{"email.send", engine.ActionToolCall, func(s string) map[string]any {
+			return map[string]any{"to": "boss@example.com", "subject": "fwd", "body": s}
+		}},
 		{"payments.charge", engine.ActionToolCall, func(s string) map[string]any {
 			return map[string]any{"customer": "c1", "amount_cents": 99900, "currency": "USD", "memo": s, "approved": true}
 		}},
