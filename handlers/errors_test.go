@@ -1,0 +1,99 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"gatehouse/service"
+)
+
+func TestToAPIErrorMapsServiceErrorsOnce(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		err      error
+		status   int
+		code     string
+		internal bool
+	}{
+		{fmt.Errorf("get: %w", service.ErrNotFound), 404, codeNotFound, false},
+		{service.ErrConflict, 409, codeConflict, false},
+		{fmt.Errorf("x: %w", service.ErrStaleLease), 409, codeConflict, false},
+		{&service.InvalidError{Msg: "worker_id is required"}, 400, codeInvalid, false},
+		{service.ErrForbidden, 403, codeForbidden, false},
+		{errors.New("pq: password authentication failed for user secret"), 500, codeInternal, true},
+	}
+	for _, c := range cases {
+		ae, internal := toAPIError(c.err)
+		if ae.Status != c.status || ae.Code != c.code || internal != c.internal {
+			t.Errorf("%v: %d %s internal=%v, want %d %s %v", c.err, ae.Status, ae.Code, internal, c.status, c.code, c.internal)
+		}
+		if c.internal && strings.Contains(ae.Message, "secret") {
+			t.Errorf("internal error message leaks the cause: %q", ae.Message)
+		}
+	}
+	if ae, _ := toAPIError(&service.InvalidError{Msg: "worker_id is required"}); ae.Message != "worker_id is required" {
+		t.Errorf("InvalidError message not passed through: %q", ae.Message)
+	}
+}
+
+func TestDecodeJSONIsStrict(t *testing.T) {
+	t.Parallel()
+	type body struct {
+		A string `json:"a"`
+	}
+	cases := map[string]struct {
+		in     string
+		status int
+	}{
+		"ok":            {`{"a":"x"}`, 0},
+		"unknown field": {`{"a":"x","b":1}`, 400},
+		"trailing":      {`{"a":"x"} {"a":"y"}`, 400},
+		"garbage":       {`{"a":`, 400},
+		"wrong type":    {`{"a":1}`, 400},
+		"empty":         {``, 400},
+		"too large":     {`{"a":"` + strings.Repeat("x", maxBody) + `"}`, 413},
+	}
+	e := echo.New()
+	for name, c := range cases {
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(c.in))
+		ctx := e.NewContext(req, httptest.NewRecorder())
+		var v body
+		err := decodeJSON(ctx, &v)
+		var ae *apiError
+		switch {
+		case c.status == 0 && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case c.status != 0 && (!errors.As(err, &ae) || ae.Status != c.status):
+			t.Errorf("%s: %v, want status %d", name, err, c.status)
+		}
+	}
+}
+
+func TestLimiterRefills(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(0, 0)
+	l := newLimiter(RateLimit{PerSecond: 2, Burst: 2}, func() time.Time { return now })
+	for i := range 2 {
+		if _, ok := l.allow("a"); !ok {
+			t.Fatalf("request %d refused within the burst", i)
+		}
+	}
+	wait, ok := l.allow("a")
+	if ok || wait <= 0 || wait > time.Second {
+		t.Fatalf("third request: ok=%v wait=%v", ok, wait)
+	}
+	if _, ok := l.allow("b"); !ok {
+		t.Fatal("another key shares the bucket")
+	}
+	now = now.Add(500 * time.Millisecond)
+	if _, ok := l.allow("a"); !ok {
+		t.Fatal("no token after the refill time")
+	}
+}
