@@ -38,7 +38,10 @@ func TestRaceReaperVsResolve(t *testing.T) {
 		var expired int
 		var wg sync.WaitGroup
 		start := make(chan struct{})
-		wg.Go(func() { <-start; out, rerr = b.svc.ResolveApproval(b.ctx, b.human, park.ApprovalID, engine.ResolutionApproveOnce, "") })
+		wg.Go(func() {
+			<-start
+			out, rerr = b.svc.ResolveApproval(b.ctx, b.human, park.ApprovalID, engine.ResolutionApproveOnce, "")
+		})
 		wg.Go(func() { <-start; expired, xerr = b.svc.ExpireDue(b.ctx, 10) })
 		close(start)
 		wg.Wait()
