@@ -6,8 +6,10 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Hardline rule kinds.
@@ -31,6 +33,8 @@ type compiledHardline struct {
 	explanation string
 	args        []string // arguments read; nil reads every string value
 	re          *regexp.Regexp
+	literals    []string       // one of these is in every match (none: no filter)
+	foldLiteral bool           // literals are lower case, compared ignoring ASCII case
 	prefixes    []netip.Prefix // egress_host addresses and ranges
 	hostnames   []string       // egress_host names, lower case, no trailing dot
 }
@@ -57,6 +61,7 @@ func compileHardline(r HardlineRule) (*compiledHardline, error) {
 			return nil, fmt.Errorf("pattern does not compile: %w", err)
 		}
 		h.re = re
+		h.literals, h.foldLiteral = requiredLiterals(r.Pattern)
 		if len(h.args) == 0 {
 			if r.Kind == HardlineCommandRegex {
 				h.args = []string{"command"}
@@ -113,7 +118,7 @@ func (h *compiledHardline) blocks(a *ProposedAction) bool {
 	case HardlineSideEffect:
 		return true
 	case HardlineCommandRegex:
-		return h.anyString(a.Arguments, false, h.re.MatchString)
+		return h.anyString(a.Arguments, false, h.matchRegex)
 	case HardlinePathPattern:
 		return h.anyString(a.Arguments, false, h.matchPath)
 	case HardlineEgressHost:
@@ -170,11 +175,112 @@ func anyStringIn(v any, withKeys bool, match func(string) bool, depth int) bool 
 	return false
 }
 
+// matchRegex runs the rule's regexp, skipping it when the string lacks the
+// literal every match must contain: most arguments never reach the regexp.
+func (h *compiledHardline) matchRegex(s string) bool {
+	if len(h.literals) > 0 && !hinted(s, h.literals, h.foldLiteral) {
+		return false
+	}
+	return h.re.MatchString(s)
+}
+
+// requiredLiterals finds literals one of which every match of pattern
+// contains, walking concatenations, groups, mandatory repeats and
+// alternations of literals, and keeping the most selective set (the longest
+// shortest member). Case-folded literals come back in lower case with fold
+// set; a mix of folded and exact literals, or non-ASCII folding, yields none.
+func requiredLiterals(pattern string) (lits []string, fold bool) {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil, false
+	}
+	type set struct {
+		lits []string
+		fold bool
+	}
+	score := func(s set) int {
+		if len(s.lits) == 0 {
+			return 0
+		}
+		m := len(s.lits[0])
+		for _, l := range s.lits[1:] {
+			m = min(m, len(l))
+		}
+		return m
+	}
+	var walk func(re *syntax.Regexp) set
+	walk = func(re *syntax.Regexp) set {
+		switch re.Op {
+		case syntax.OpLiteral:
+			s := string(re.Rune)
+			if re.Flags&syntax.FoldCase == 0 {
+				return set{lits: []string{s}}
+			}
+			for _, r := range re.Rune {
+				if r >= utf8.RuneSelf {
+					return set{}
+				}
+			}
+			return set{lits: []string{strings.ToLower(s)}, fold: true}
+		case syntax.OpCapture, syntax.OpPlus:
+			return walk(re.Sub[0])
+		case syntax.OpRepeat:
+			if re.Min >= 1 {
+				return walk(re.Sub[0])
+			}
+		case syntax.OpConcat:
+			var best set
+			for _, sub := range re.Sub {
+				if s := walk(sub); score(s) > score(best) {
+					best = s
+				}
+			}
+			return best
+		case syntax.OpAlternate:
+			var all set
+			for i, sub := range re.Sub {
+				s := walk(sub)
+				if score(s) == 0 || (i > 0 && s.fold != all.fold) {
+					return set{}
+				}
+				all.lits = append(all.lits, s.lits...)
+				all.fold = s.fold
+			}
+			return all
+		}
+		return set{}
+	}
+	best := walk(re.Simplify())
+	return best.lits, best.fold
+}
+
+// containsFold reports whether s contains lower (lower-case ASCII),
+// ignoring ASCII case, without allocating.
+func containsFold(s, lower string) bool {
+	n := len(lower)
+	for i := 0; i+n <= len(s); i++ {
+		j := 0
+		for ; j < n; j++ {
+			c := s[i+j]
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != lower[j] {
+				break
+			}
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}
+
 // matchPath tests the path as given and in its normalized form, so
 // "/etc//passwd", "a/../../etc" and "\etc\passwd" cannot slip past an
 // anchored pattern. Clean allocates only when it changes something.
 func (h *compiledHardline) matchPath(p string) bool {
-	if h.re.MatchString(p) {
+	if h.matchRegex(p) {
 		return true
 	}
 	norm := p
@@ -182,26 +288,32 @@ func (h *compiledHardline) matchPath(p string) bool {
 		norm = strings.ReplaceAll(norm, `\`, "/")
 	}
 	norm = path.Clean(norm)
-	return norm != p && h.re.MatchString(norm)
+	return norm != p && h.matchRegex(norm)
 }
 
 // matchEgress reports whether s names a blocked host: the whole string, or
 // any token of it, read as a URL, host:port, bracketed IPv6 or bare host.
 func (h *compiledHardline) matchEgress(s string) bool {
-	for len(s) > 0 {
-		i := strings.IndexAny(s, " \t\r\n\"'`,;<>(){}|")
-		tok := s
-		if i >= 0 {
-			tok, s = s[:i], s[i+1:]
-		} else {
-			s = ""
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && !tokenBreak[s[i]] {
+			continue
 		}
-		if tok != "" && h.blockedHost(hostOf(tok)) {
+		if i > start && h.blockedHost(hostOf(s[start:i])) {
 			return true
 		}
+		start = i + 1
 	}
 	return false
 }
+
+// tokenBreak marks the bytes that separate host candidates in free text.
+var tokenBreak = func() (t [256]bool) {
+	for _, c := range []byte(" \t\r\n\"'`,;<>(){}|") {
+		t[c] = true
+	}
+	return t
+}()
 
 // hostOf extracts the host of a URL, a host:port or a bare host, without
 // allocating: scheme, userinfo, port, path, query and fragment are cut.
@@ -213,8 +325,11 @@ func hostOf(tok string) string {
 	} else if i := strings.IndexByte(tok, '='); i >= 0 {
 		tok = tok[i+1:] // --url=host, key=value
 	}
-	if i := strings.IndexAny(tok, `/?#\`); i >= 0 {
-		tok = tok[:i]
+	for i := 0; i < len(tok); i++ {
+		if c := tok[i]; c == '/' || c == '?' || c == '#' || c == '\\' {
+			tok = tok[:i]
+			break
+		}
 	}
 	if i := strings.LastIndexByte(tok, '@'); i >= 0 {
 		tok = tok[i+1:]
@@ -232,15 +347,15 @@ func hostOf(tok string) string {
 }
 
 func (h *compiledHardline) blockedHost(host string) bool {
-	if strings.IndexByte(host, '%') >= 0 {
-		// Percent-encoded host (or an IPv6 zone, which ParseAddr handles).
-		if dec, err := url.PathUnescape(host); err == nil {
-			host = dec
+	if unusualHost(host) {
+		if strings.IndexByte(host, '%') >= 0 {
+			// Percent-encoded host (or an IPv6 zone, which ParseAddr handles).
+			if dec, err := url.PathUnescape(host); err == nil {
+				host = dec
+			}
 		}
-	}
-	if strings.ContainsAny(host, "。．｡") {
 		// Ideographic and full-width dots are dots to a URL parser.
-		host = strings.NewReplacer("。", ".", "．", ".", "｡", ".").Replace(host)
+		host = wideDots.Replace(host)
 	}
 	host = strings.TrimRight(host, ".")
 	if host == "" {
@@ -266,15 +381,35 @@ func (h *compiledHardline) blockedHost(host string) bool {
 	return false
 }
 
+var wideDots = strings.NewReplacer("。", ".", "．", ".", "｡", ".")
+
+// unusualHost reports whether host has a percent escape or a non-ASCII
+// byte, the only cases that need rewriting before comparison.
+func unusualHost(host string) bool {
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; c == '%' || c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
+}
+
 // parseHostAddr reads an IP address in any form a resolver accepts:
 // standard IPv4 and IPv6 (zones dropped, IPv4-mapped unmapped) and the
 // legacy inet_aton forms 2852039166, 0xA9FEA9FE, 0251.0376.0251.0376 and
 // 169.254.43518.
 func parseHostAddr(host string) (netip.Addr, bool) {
-	if a, err := netip.ParseAddr(host); err == nil {
-		return a.WithZone("").Unmap(), true
+	if strings.IndexByte(host, ':') < 0 {
+		// The legacy parser accepts every IPv4 form, dotted quads included,
+		// and fails on a host name without allocating (ParseAddr's error
+		// would allocate on every name).
+		return parseLegacyIPv4(host)
 	}
-	return parseLegacyIPv4(host)
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.WithZone("").Unmap(), true
 }
 
 func parseLegacyIPv4(s string) (netip.Addr, bool) {

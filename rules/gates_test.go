@@ -1,0 +1,361 @@
+package rules
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gatehouse/engine"
+)
+
+// writeProfileDir writes one profile into a fresh policy directory.
+func writeProfileDir(t *testing.T, name, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// defaultWithout returns default.yaml with the lines containing drop removed
+// and extra appended to the matrix.
+func defaultWithout(drop, extra string) string {
+	var out []string
+	for _, l := range strings.Split(string(defaultYAML), "\n") {
+		if drop != "" && strings.Contains(l, drop) {
+			continue
+		}
+		out = append(out, l)
+		if extra != "" && strings.HasPrefix(l, "matrix:") {
+			out = append(out, extra)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func loadErr(t *testing.T, err error) *LoadError {
+	t.Helper()
+	var le *LoadError
+	if !errors.As(err, &le) {
+		t.Fatalf("want a *LoadError, got %v", err)
+	}
+	return le
+}
+
+func TestGate01Totality(t *testing.T) {
+	t.Parallel()
+	// Both directions: every class has exactly one row in the shipped
+	// profile, and every row is one class.
+	set, err := Load(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := set.DefaultRuleset().Profile()
+	var rows []engine.SideEffectClass
+	for _, r := range p.Rules {
+		if r.Risk == "" {
+			rows = append(rows, r.SideEffect)
+		}
+	}
+	if !slices.Equal(rows, engine.SideEffectClasses()) {
+		t.Fatalf("default rows %v, want exactly %v", rows, engine.SideEffectClasses())
+	}
+
+	cases := []struct {
+		name, body, code string
+	}{
+		{"missing row", defaultWithout("side_effect: privileged,", ""), engine.CodeMissingRow},
+		{"unknown class", defaultWithout("", "  - {side_effect: teleport, decision: deny}"), engine.CodeUnknownSideEffect},
+		{"duplicate row", defaultWithout("", "  - {side_effect: none, decision: deny}"), engine.CodeDuplicateRow},
+		{"risk-only rule", defaultWithout("", "  - {risk: critical, decision: deny}"), engine.CodeRiskOnlyRule},
+		{"unknown condition", defaultWithout("", "  - {side_effect: financial, risk: low, condition: sunny, decision: allow, otherwise: deny}"), engine.CodeUnknownCondition},
+		{"invalid decision", defaultWithout("", "  - {side_effect: financial, risk: low, decision: maybe}"), engine.CodeInvalidDecision},
+		{"condition without otherwise", defaultWithout("", "  - {side_effect: financial, risk: low, condition: target_isolated, decision: allow}"), engine.CodeConditionOtherwise},
+		{"modifications without the decision", defaultWithout("", "  - {side_effect: financial, risk: low, decision: allow, modifications: {set: {a: 1}}}"), engine.CodeModifications},
+		{"modify without modifications", defaultWithout("", "  - {side_effect: financial, risk: low, decision: allow_with_modifications}"), engine.CodeModifications},
+		{"two modifying rules for one class", defaultWithout("", "  - {side_effect: financial, risk: low, decision: allow_with_modifications, modifications: {set: {a: 1}}}\n  - {side_effect: financial, risk: high, decision: allow_with_modifications, modifications: {set: {a: 2}}}"), engine.CodeMultipleModifying},
+		{"duplicate tool rule", strings.Replace(string(defaultYAML), "tool_rules:\n", "tool_rules:\n  device.sms.send: {decision: deny}\n", 1), CodeSyntax},
+		{"tool rule for an unknown tool", strings.Replace(string(defaultYAML), "tool_rules:\n", "tool_rules:\n  no.such.tool: {decision: deny}\n", 1), CodeUnknownTool},
+		{"unknown field", defaultWithout("", "  - {side_effect: financial, risk: low, decision: deny, because: reasons}"), CodeSyntax},
+		{"second document", string(defaultYAML) + "\n---\nmatrix: []\n", CodeMultipleDocs},
+		{"hardline rules in a profile", string(defaultYAML) + "\nrules: []\n", CodeHardlineOverride},
+		{"empty file", "", CodeEmpty},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeProfileDir(t, "ops.yaml", c.body)
+			_, err := Load(Options{PolicyDir: dir})
+			if err == nil {
+				t.Fatal("profile loaded")
+			}
+			le := loadErr(t, err)
+			if le.Code != c.code {
+				t.Fatalf("code %s, want %s (%v)", le.Code, c.code, err)
+			}
+			if !strings.HasPrefix(le.File, dir) {
+				t.Fatalf("error names %s, not the profile: %v", le.File, err)
+			}
+			if c.code != CodeEmpty && c.code != CodeMultipleDocs && le.Line == 0 && c.code != engine.CodeMissingRow {
+				t.Fatalf("error has no line: %v", err)
+			}
+		})
+	}
+}
+
+func TestLoadErrorsNameFileLineAndRule(t *testing.T) {
+	t.Parallel()
+	body := defaultWithout("", "  - {side_effect: financial, risk: low, condition: sunny, decision: allow, otherwise: deny}")
+	dir := writeProfileDir(t, "ops.yaml", body)
+	_, err := Load(Options{PolicyDir: dir})
+	want := filepath.Join(dir, "ops.yaml") + ":5: rule matrix.financial.low: profile.unknown_condition:"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("error %v, want prefix %q", err, want)
+	}
+}
+
+func TestPolicyDir(t *testing.T) {
+	t.Parallel()
+	t.Run("hardline file refused", func(t *testing.T) {
+		t.Parallel()
+		dir := writeProfileDir(t, "hardline.yaml", string(hardlineYAML))
+		if le := loadErr(t, loadErrOnly(Options{PolicyDir: dir})); le.Code != CodeHardlineOverride {
+			t.Fatal(le)
+		}
+	})
+	t.Run("default cannot be shadowed", func(t *testing.T) {
+		t.Parallel()
+		dir := writeProfileDir(t, "default.yaml", string(defaultYAML))
+		if le := loadErr(t, loadErrOnly(Options{PolicyDir: dir})); le.Code != CodeProfileName {
+			t.Fatal(le)
+		}
+	})
+	t.Run("operator profile selected as default; version hashes its bytes", func(t *testing.T) {
+		t.Parallel()
+		body := string(defaultYAML) + "\n# operator copy\n"
+		dir := writeProfileDir(t, "strict.yaml", body)
+		set, err := Load(Options{PolicyDir: dir, DefaultProfile: "strict"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, _ := set.Ruleset("")
+		if want := engine.ComputePolicyVersion("strict", []byte(body), hardlineYAML); rs.PolicyVersion() != want {
+			t.Fatalf("version %s, want %s", rs.PolicyVersion(), want)
+		}
+		if !slices.Equal(set.Profiles(), []string{"default", "strict"}) {
+			t.Fatal(set.Profiles())
+		}
+	})
+	t.Run("unknown default profile refused", func(t *testing.T) {
+		t.Parallel()
+		if le := loadErr(t, loadErrOnly(Options{DefaultProfile: "nope"})); le.Code != CodeMissingProfile {
+			t.Fatal(le)
+		}
+	})
+	t.Run("operator tool may not redefine a built-in", func(t *testing.T) {
+		t.Parallel()
+		f := filepath.Join(t.TempDir(), "tools.yaml")
+		os.WriteFile(f, []byte("tools:\n  - {name: payments.charge, version: \"1\", side_effect: none, risk: low, idempotency: read_only}\n"), 0o600)
+		if le := loadErr(t, loadErrOnly(Options{ToolsFile: f})); le.Code != CodeDuplicateTool {
+			t.Fatal(le)
+		}
+	})
+}
+
+func loadErrOnly(o Options) error {
+	_, err := Load(o)
+	return err
+}
+
+func TestPolicyVersionFormat(t *testing.T) {
+	t.Parallel()
+	set, _ := Load(Options{})
+	rs := set.DefaultRuleset()
+	want := "default@" + rs.ProfileSHA256()[:12] + "+h" + rs.HardlineSHA256()[:8]
+	if rs.PolicyVersion() != want || rs.PolicyVersion() != engine.ComputePolicyVersion("default", defaultYAML, hardlineYAML) {
+		t.Fatalf("version %s, want %s", rs.PolicyVersion(), want)
+	}
+}
+
+func TestGate05Hardline(t *testing.T) {
+	t.Parallel()
+	set := loadCorpusSet(t)
+	for _, name := range set.Profiles() {
+		rs, _ := set.Ruleset(name)
+		rules := rs.Hardline()
+		if len(rules) == 0 {
+			t.Fatal("no hardline rules")
+		}
+		for _, r := range rules {
+			if !strings.HasPrefix(r.MessageCode, engine.HardlineMessagePrefix) {
+				t.Errorf("%s: message code %s", r.ID, r.MessageCode)
+			}
+			// Through the whole evaluator: the block example is denied by
+			// this rule, and the near miss is not denied by it.
+			d := engine.EvaluateDeterministic(exampleAction(r.Blocks), engine.Principal{}, engine.RunSnapshot{}, rs)
+			if d.Layer != engine.LayerHardline || d.ReasonCode != r.MessageCode {
+				t.Errorf("%s: blocks example got %s %s %s", r.ID, d.Decision, d.ReasonCode, d.RuleID)
+			}
+			d = engine.EvaluateDeterministic(exampleAction(r.NearMiss), engine.Principal{}, engine.RunSnapshot{}, rs)
+			if d.RuleID == r.ID {
+				t.Errorf("%s: near miss blocked", r.ID)
+			}
+		}
+		// Mutating what the accessors return changes nothing.
+		before := rs.PolicyVersion()
+		rules[0].Pattern = ".*"
+		rules[0].AppliesTo = append(rules[0].AppliesTo[:0], engine.SideEffectNone)
+		for k := range rules[0].Blocks.Arguments {
+			rules[0].Blocks.Arguments[k] = "changed"
+		}
+		p := rs.Profile()
+		p.Rules[0].Decision = engine.DecisionDeny
+		p.ToolRules = nil
+		again := rs.Hardline()
+		if again[0].Pattern == ".*" || again[0].AppliesTo[0] == engine.SideEffectNone || rs.Profile().Rules[0].Decision == engine.DecisionDeny || rs.PolicyVersion() != before {
+			t.Fatal("mutating a copy changed the ruleset")
+		}
+		for _, v := range again[0].Blocks.Arguments {
+			if v == "changed" {
+				t.Fatal("example arguments are shared")
+			}
+		}
+	}
+	// A rule whose near miss it blocks, or without a near miss, never loads.
+	broken := strings.Replace(string(hardlineYAML), `near_miss: {side_effect: code_execution, arguments: {command: "rm -rf ./build"}}`, `near_miss: {side_effect: code_execution, arguments: {command: "rm -rf / "}}`, 1)
+	if _, err := parseHardline("hardline.yaml", []byte(broken)); err == nil || loadErr(t, err).Code != engine.CodeHardlineNearMiss || loadErr(t, err).Line == 0 {
+		t.Fatalf("a rule blocking its near miss loaded: %v", err)
+	}
+	missing := strings.Replace(string(hardlineYAML), `    near_miss: {side_effect: code_execution, arguments: {command: "rm -rf ./build"}}`+"\n", "", 1)
+	if _, err := parseHardline("hardline.yaml", []byte(missing)); err == nil {
+		t.Fatal("a rule without near_miss loaded")
+	}
+}
+
+func exampleAction(ex engine.HardlineExample) engine.ProposedAction {
+	_, hash := engine.NormalizeArguments(ex.Arguments)
+	return engine.ProposedAction{
+		Kind: engine.ActionToolCall, Name: "example", SideEffect: ex.SideEffect, Risk: engine.RiskHigh,
+		Idempotency: engine.IdempotencyNonIdempotent, Arguments: ex.Arguments, NormalizedArgumentsHash: hash,
+		OriginTrust: engine.TrustUser, Target: ex.Target,
+	}
+}
+
+func TestGate08NoLeakage(t *testing.T) {
+	t.Parallel()
+	set := loadCorpusSet(t)
+	codes := engine.DenialReasonCodes()
+	var secrets []string // what a denial must never say
+	for _, name := range set.Profiles() {
+		rs, _ := set.Ruleset(name)
+		secrets = append(secrets, name, rs.PolicyVersion())
+		for _, r := range rs.Hardline() {
+			codes = append(codes, r.MessageCode)
+			secrets = append(secrets, r.ID)
+			if r.Pattern != "" {
+				secrets = append(secrets, r.Pattern)
+			}
+		}
+		for _, r := range rs.Profile().Rules {
+			codes = append(codes, engine.MatrixReason(r.SideEffect))
+			secrets = append(secrets, r.ID)
+		}
+		for _, r := range rs.Profile().ToolRules {
+			codes = append(codes, engine.ToolRuleReason(r.Tool))
+			secrets = append(secrets, r.ID)
+		}
+	}
+	for _, code := range codes {
+		d := engine.Denial("demo.external_write", code, []string{"workspace.write"})
+		b, _ := json.Marshal(d)
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if !slices.Equal(keys, []string{"action", "message", "reason_code", "remediation", "retryable", "status"}) {
+			t.Fatalf("%s: keys %v", code, keys)
+		}
+		if d.Status != "denied" || d.Message == "" || !slices.Contains([]string{"none", "request_approval", "modify_arguments"}, d.Remediation) {
+			t.Fatalf("%s: %+v", code, d)
+		}
+		for _, s := range secrets {
+			if strings.Contains(d.Message, s) {
+				t.Fatalf("%s: message %q leaks %q", code, d.Message, s)
+			}
+		}
+		if code != engine.ReasonScopeMissing && strings.Contains(d.Message, "workspace.write") {
+			t.Fatalf("%s names a scope: %q", code, d.Message)
+		}
+	}
+	d := engine.Denial("x", engine.ReasonApprovalDenied, nil)
+	if d.Message != "Not performed. Approval was required and was denied." {
+		t.Fatal(d.Message)
+	}
+}
+
+func TestGate11ScopeGrammar(t *testing.T) {
+	t.Parallel()
+	set := loadCorpusSet(t)
+	for _, tool := range set.Catalog.Tools() {
+		for _, s := range tool.RequiredScopes {
+			if !engine.ValidScopeGrammar(s) {
+				t.Errorf("%s: scope %q breaks the grammar", tool.Name, s)
+			}
+			if err := engine.ValidToolScope(s, tool.MCPServerID); err != nil {
+				t.Errorf("%s: %v", tool.Name, err)
+			}
+		}
+	}
+	for _, bad := range []string{"run.cancel", "mcp.other.write", "session.write"} {
+		f := filepath.Join(t.TempDir(), "tools.yaml")
+		body := "tools:\n  - {name: files2.write, version: \"1\", side_effect: external_write, risk: high, idempotency: idempotent, mcp_server_id: files2, required_scopes: [mcp.files2.use, " + bad + "]}\n"
+		os.WriteFile(f, []byte(body), 0o600)
+		err := loadErrOnly(Options{ToolsFile: f})
+		if err == nil {
+			t.Fatalf("MCP tool declaring %s registered", bad)
+		}
+		if le := loadErr(t, err); le.Code != CodeCatalog || le.Line != 2 {
+			t.Fatalf("%s: %v", bad, err)
+		}
+	}
+}
+
+func TestGate12ScopeSubset(t *testing.T) {
+	t.Parallel()
+	set := loadCorpusSet(t)
+	rs := set.DefaultRuleset()
+	req := engine.ActionRequest{
+		ActionID: "00000000-0000-4000-8000-000000000002", Kind: engine.ActionToolCall, Name: "files.write_file",
+		Summary: "write", Arguments: map[string]any{"path": "a", "text": "b"}, OriginTrust: engine.TrustUser,
+	}
+	gate := func(scopes ...string) engine.GateOutcome {
+		return engine.Gate(req, set.Catalog, engine.RunSnapshot{PrincipalScopes: scopes}, engine.Principal{}, rs, time.Time{})
+	}
+	out := gate("mcp.files.use")
+	if out.Decision.ReasonCode != engine.ReasonScopeMissing || !slices.Equal(out.MissingScopes, []string{"mcp.files.write"}) || out.Decision.PolicyVersion != "" {
+		t.Fatalf("one of two: %+v %v", out.Decision, out.MissingScopes)
+	}
+	msg := engine.Denial(req.Name, out.Decision.ReasonCode, out.MissingScopes).Message
+	if !strings.Contains(msg, "mcp.files.write") || strings.Contains(msg, "mcp.files.use") {
+		t.Fatalf("denial %q must name the missing scope and not the held one", msg)
+	}
+	if out := gate("mcp.files.use", "mcp.files.write"); out.Decision.ReasonCode == engine.ReasonScopeMissing {
+		t.Fatal("holding both was denied")
+	}
+	req.Name, req.Arguments = "files.read_file", map[string]any{"path": "a"}
+	if out := gate("mcp.files.use", "mcp.files.write"); !slices.Equal(out.MissingScopes, []string{"mcp.files.read"}) {
+		t.Fatalf("mcp.files.write satisfied mcp.files.read: %v", out.MissingScopes)
+	}
+	if m := engine.MissingScopes([]string{"run.read"}, []string{"run.write"}); !slices.Equal(m, []string{"run.read"}) {
+		t.Fatalf("run.write satisfied run.read: %v", m)
+	}
+}
