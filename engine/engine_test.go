@@ -1,0 +1,489 @@
+package engine
+
+import (
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestGate02Determinism's structural half (the behavioural half runs the
+// corpus in package rules): the engine depends on the standard library
+// only, imports neither os nor net/http, and never reads the clock.
+func TestGate02Determinism(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep != "gatehouse/engine" {
+			t.Errorf("engine depends on non-standard package %s", dep)
+		}
+	}
+	files, _ := filepath.Glob("*.go")
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range file.Imports {
+			if p := strings.Trim(imp.Path.Value, `"`); p == "os" || p == "net/http" || strings.HasPrefix(p, "os/") || p == "math/rand" || p == "math/rand/v2" || p == "crypto/rand" {
+				t.Errorf("%s imports %s", f, p)
+			}
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == "time" && slices.Contains([]string{"Now", "Since", "Until", "Tick", "After", "NewTimer", "NewTicker"}, sel.Sel.Name) {
+				t.Errorf("%s: calls time.%s", fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
+	}
+}
+
+func testRuleset(t testing.TB) *LoadedRuleset {
+	t.Helper()
+	p := Profile{Name: "test"}
+	for _, s := range SideEffectClasses() {
+		p.Rules = append(p.Rules, ProfileRule{SideEffect: s, Decision: DecisionAllow})
+	}
+	p.Rules[1] = ProfileRule{SideEffect: SideEffectWorkspaceRead, Condition: CondPathInsideWorkspace, Decision: DecisionAllow, Otherwise: DecisionDeny}
+	p.Rules[3] = ProfileRule{SideEffect: SideEffectNetworkRead, Decision: DecisionAllowWithModifications, Modifications: &ArgumentModification{Set: map[string]any{"safe": true}}}
+	p.ToolRules = []ProfileRule{{Tool: "sms", Decision: DecisionAllow, HumanConfirmsArguments: true}}
+	hl := []HardlineRule{{
+		ID: "no_root", Kind: HardlineCommandRegex, AppliesTo: []SideEffectClass{SideEffectCodeExecution},
+		Pattern: `rm -rf /$`, MessageCode: "policy.hardline.destructive_command",
+		Blocks:   HardlineExample{SideEffect: SideEffectCodeExecution, Arguments: map[string]any{"command": "rm -rf /"}},
+		NearMiss: HardlineExample{SideEffect: SideEffectCodeExecution, Arguments: map[string]any{"command": "rm -rf ./b"}},
+	}}
+	rs, err := NewLoadedRuleset(p, []byte("profile"), hl, []byte("hardline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+func action(side SideEffectClass, args map[string]any) ProposedAction {
+	_, hash := NormalizeArguments(args)
+	return ProposedAction{
+		Kind: ActionToolCall, Name: "t", SideEffect: side, Risk: RiskLow, Idempotency: IdempotencyReadOnly,
+		Arguments: args, NormalizedArgumentsHash: hash, OriginTrust: TrustUser,
+	}
+}
+
+func TestGate04Monotonicity(t *testing.T) {
+	t.Parallel()
+	rs := testRuleset(t)
+	var dets []PolicyDecision
+	for _, s := range SideEffectClasses() {
+		for _, origin := range TrustLevels() {
+			a := action(s, map[string]any{"command": "rm -rf /", "path": "a.md"})
+			a.OriginTrust = origin
+			dets = append(dets, EvaluateDeterministic(a, Principal{}, RunSnapshot{}, rs))
+		}
+	}
+	for _, d := range PolicyDecisionTypes() {
+		dets = append(dets, PolicyDecision{Decision: d, ReasonCode: "x", PolicyVersion: "v"})
+	}
+	verdicts := []AdvisoryVerdict{{Verdict: AdvisoryAbstain}, {Verdict: AdvisoryRequireApproval, Signals: []string{"s1"}}, {Verdict: AdvisoryDeny}, {Verdict: "allow"}, {}}
+	seen := map[PolicyDecisionType]bool{}
+	for _, det := range dets {
+		seen[det.Decision] = true
+		for _, v := range verdicts {
+			got := ApplyAdvice(det, v)
+			if got.Decision.Rank() < det.Decision.Rank() {
+				t.Fatalf("advice lowered %s to %s", det.Decision, got.Decision)
+			}
+			if got.PolicyVersion != det.PolicyVersion {
+				t.Fatal("advice changed the policy version")
+			}
+			if got.ModifiedArguments != nil && !reflect.DeepEqual(got.ModifiedArguments, det.ModifiedArguments) {
+				t.Fatal("advice added modifications")
+			}
+			if v.Verdict == AdvisoryAbstain {
+				a, _ := json.Marshal(got)
+				b, _ := json.Marshal(det)
+				if string(a) != string(b) {
+					t.Fatal("abstention changed the decision")
+				}
+			}
+			if got.Decision != det.Decision && got.ReasonCode != ReasonAdvisoryEscalated {
+				t.Fatalf("escalation reason %s", got.ReasonCode)
+			}
+			for _, other := range dets {
+				c := Combine(det, other)
+				if c.Decision.Rank() != max(det.Decision.Rank(), other.Decision.Rank()) {
+					t.Fatal("combine is not max")
+				}
+				if c.ModifiedArguments != nil && c.Decision != DecisionAllowWithModifications {
+					t.Fatal("modifications survived a non-modify decision")
+				}
+			}
+		}
+	}
+	if len(seen) != 4 {
+		t.Fatalf("cross product covers only %v", seen)
+	}
+	if tie := Combine(PolicyDecision{Decision: DecisionDeny, ReasonCode: "first"}, PolicyDecision{Decision: DecisionDeny, ReasonCode: "second"}); tie.ReasonCode != "first" {
+		t.Fatal("ties must keep the first")
+	}
+	if Combine().Decision != DecisionDeny {
+		t.Fatal("combining nothing must deny")
+	}
+}
+
+func TestGate05LoadedRulesetHasNoExportedState(t *testing.T) {
+	t.Parallel()
+	typ := reflect.TypeFor[LoadedRuleset]()
+	for f := range typ.Fields() {
+		if f.IsExported() {
+			t.Errorf("LoadedRuleset has exported field %s", f.Name)
+		}
+	}
+	pt := reflect.TypeFor[*LoadedRuleset]()
+	for m := range pt.Methods() {
+		if strings.HasPrefix(m.Name, "Set") || strings.HasPrefix(m.Name, "Add") || strings.HasPrefix(m.Name, "Reload") || strings.HasPrefix(m.Name, "Remove") {
+			t.Errorf("LoadedRuleset has mutator-like method %s", m.Name)
+		}
+	}
+	// Mutating the inputs after construction changes nothing.
+	rs := testRuleset(t)
+	p := rs.Profile()
+	p.Rules[3].Modifications.Set["safe"] = false
+	a := action(SideEffectNetworkRead, map[string]any{"q": "x"})
+	if d := EvaluateDeterministic(a, Principal{}, RunSnapshot{}, rs); d.ModifiedArguments["safe"] != true {
+		t.Fatal("editing a profile copy changed the ruleset")
+	}
+}
+
+func TestEvaluatePaths(t *testing.T) {
+	t.Parallel()
+	rs := testRuleset(t)
+	eval := func(a ProposedAction) PolicyDecision { return EvaluateDeterministic(a, Principal{}, RunSnapshot{}, rs) }
+	if d := eval(action(SideEffectCodeExecution, map[string]any{"command": "rm -rf /"})); d.Layer != LayerHardline || d.RuleID != "no_root" || d.ReasonCode != "policy.hardline.destructive_command" || d.PolicyVersion != rs.PolicyVersion() {
+		t.Fatalf("hardline: %+v", d)
+	}
+	bad := action(SideEffectNone, nil)
+	bad.NormalizedArgumentsHash = ""
+	if d := eval(bad); d.ReasonCode != ReasonUnclassifiable || d.Decision != DecisionDeny {
+		t.Fatalf("missing hash: %+v", d)
+	}
+	bad = action("teleport", nil)
+	if d := eval(bad); d.ReasonCode != ReasonUnclassifiable {
+		t.Fatalf("unknown class: %+v", d)
+	}
+	if d := EvaluateDeterministic(action(SideEffectNone, nil), Principal{}, RunSnapshot{}, nil); d.Decision != DecisionDeny {
+		t.Fatal("nil ruleset must deny")
+	}
+	sms := action(SideEffectExternalMessage, map[string]any{"body": "x"})
+	sms.Name = "sms"
+	sms.ArgumentTrust = map[string]TrustLevel{"body": TrustExternalUntrusted}
+	if d := eval(sms); d.Decision != DecisionAllow || d.ReasonCode != "policy.tool_rule.sms" || d.Layer != LayerToolRule {
+		t.Fatalf("sms: %+v", d)
+	}
+	sms.OriginTrust = TrustInternalTool
+	if d := eval(sms); d.Decision != DecisionRequireApproval || d.ReasonCode != ReasonTrustEscalated || d.Layer != LayerTrust {
+		t.Fatalf("sms from a tool: %+v", d)
+	}
+	w := action(SideEffectWorkspaceWrite, map[string]any{"path": "a"})
+	w.OriginTrust = TrustExternalUntrusted
+	if d := eval(w); d.Decision != DecisionRequireApproval {
+		t.Fatalf("untrusted write: %+v", d)
+	}
+}
+
+func TestPathInsideWorkspace(t *testing.T) {
+	t.Parallel()
+	for p, want := range map[string]bool{
+		"a.md": true, "notes/a.md": true, "a..b/c": true, ".envrc": true,
+		"": false, ".": false, "..": false, "../a": false, "a/../b": false, "/a": false, "~/a": false,
+		"./a": false, "a//b": false, "a/": false, `a\b`: false, "C:a": false, "a\x00": false, "a\nb": false,
+	} {
+		if got := PathInsideWorkspace(p); got != want {
+			t.Errorf("%q: got %v", p, got)
+		}
+	}
+}
+
+func TestScopeVocabulary(t *testing.T) {
+	t.Parallel()
+	v := ScopeVocabulary()
+	if len(v) != 43 {
+		t.Fatalf("vocabulary has %d scopes, want 43", len(v))
+	}
+	seen := map[string]bool{}
+	for _, s := range v {
+		if seen[s] || !ValidScopeGrammar(s) {
+			t.Errorf("scope %q duplicate or ungrammatical", s)
+		}
+		seen[s] = true
+	}
+	v[0] = "mutated"
+	if ScopeVocabulary()[0] == "mutated" {
+		t.Fatal("vocabulary is shared")
+	}
+	for _, s := range []string{"run", "Run.read", "run.", ".run", "run..read", "run.read-x", "1run.read", "run.r ead"} {
+		if ValidScopeGrammar(s) {
+			t.Errorf("%q accepted", s)
+		}
+	}
+	for _, c := range []struct {
+		scope, server string
+		ok            bool
+	}{
+		{"run.read", "", true}, {"mcp.files.write", "", false}, {"run.reads", "", false},
+		{"mcp.files.write", "files", true}, {"mcp.files.use", "files", true}, {"mcp.other.write", "files", false},
+		{"run.cancel", "files", false}, {"mcp.files", "files", false},
+	} {
+		if err := ValidToolScope(c.scope, c.server); (err == nil) != c.ok {
+			t.Errorf("ValidToolScope(%q, %q) = %v", c.scope, c.server, err)
+		}
+	}
+	if m := MissingScopes([]string{"b", "a", "a", "c"}, []string{"c"}); !slices.Equal(m, []string{"a", "b"}) {
+		t.Fatal(m)
+	}
+	if m := MissingScopes(nil, nil); m != nil {
+		t.Fatal(m)
+	}
+	_, err := NewCatalog([]ToolSpec{{Name: "f.w", SideEffect: SideEffectExternalWrite, Risk: RiskHigh, Idempotency: IdempotencyIdempotent, MCPServerID: "f", RequiredScopes: []string{"mcp.f.write"}}})
+	if err == nil {
+		t.Fatal("MCP tool without mcp.f.use registered")
+	}
+}
+
+func TestRevalidate(t *testing.T) {
+	t.Parallel()
+	rs := testRuleset(t)
+	other, err := NewLoadedRuleset(Profile{Name: "test", Rules: denyAll()}, []byte("other"), nil, []byte("hardline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := action(SideEffectNone, map[string]any{"x": 1})
+	snap := ApprovalSnapshot{ArgumentsHash: "h", PrincipalScopes: []string{"run.write", "run.read"}, AgentVersion: "1", PolicyVersion: rs.PolicyVersion(), Action: a}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	base := ResumeSnapshot{ArgumentsHash: "h", PrincipalScopes: []string{"run.read", "run.write", "extra.scope"}, AgentVersion: "1", Ruleset: rs, Now: now}
+	if out := Revalidate(snap, base); !out.Authorized {
+		t.Fatalf("unchanged: %+v", out)
+	}
+	check := func(name string, r ResumeSnapshot, cause, reason string, invalidated bool) {
+		t.Helper()
+		out := Revalidate(snap, r)
+		if out.Authorized || out.Cause != cause || out.ReasonCode != reason || out.Invalidated != invalidated {
+			t.Errorf("%s: %+v", name, out)
+		}
+	}
+	r := base
+	r.ArgumentsHash = "other"
+	r.PrincipalScopes = nil // the hash is checked first
+	check("arguments", r, VoidArgumentsChanged, ReasonApprovalInvalidated, true)
+	r = base
+	r.PrincipalScopes = []string{"run.write"}
+	check("scopes", r, VoidScopesNarrowed, ReasonApprovalInvalidated, true)
+	r = base
+	r.AgentVersion = "2"
+	check("agent", r, VoidAgentVersionChanged, ReasonApprovalInvalidated, true)
+	r = base
+	r.Ruleset = other
+	check("policy", r, VoidPolicyEscalated, ReasonRevalidationEscalated, false)
+	r = base
+	deadline := now
+	r.Run.Deadline = &deadline
+	check("deadline", r, VoidDeadlineExceeded, ReasonApprovalExpired, false)
+	// A changed policy that still allows proceeds, with the re-evaluation.
+	same, _ := NewLoadedRuleset(testRuleset(t).Profile(), []byte("edited"), nil, []byte("hardline"))
+	r = base
+	r.Ruleset = same
+	if out := Revalidate(snap, r); !out.Authorized || out.Decision == nil || out.Decision.Decision != DecisionAllow {
+		t.Fatalf("policy changed but still allows: %+v", out)
+	}
+}
+
+func denyAll() []ProfileRule {
+	var rules []ProfileRule
+	for _, s := range SideEffectClasses() {
+		rules = append(rules, ProfileRule{SideEffect: s, Decision: DecisionDeny})
+	}
+	return rules
+}
+
+func TestApprovalExpiry(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for risk, want := range map[RiskLevel]time.Duration{RiskLow: 24 * time.Hour, RiskMedium: 24 * time.Hour, RiskHigh: 4 * time.Hour, RiskCritical: time.Hour, "bogus": time.Hour} {
+		if got := ApprovalExpiry(risk, at, nil, nil); !got.Equal(at.Add(want)) {
+			t.Errorf("%s: %s", risk, got)
+		}
+	}
+	if got := ApprovalExpiry(RiskCritical, at, nil, map[RiskLevel]time.Duration{RiskCritical: 30 * time.Minute}); !got.Equal(at.Add(30 * time.Minute)) {
+		t.Error("override ignored")
+	}
+	dl := at.Add(10 * time.Minute)
+	if got := ApprovalExpiry(RiskLow, at, &dl, nil); !got.Equal(dl) {
+		t.Error("deadline cap ignored")
+	}
+}
+
+func TestNormalizeArguments(t *testing.T) {
+	t.Parallel()
+	a, ha := NormalizeArguments(map[string]any{"b": json.Number("1.0"), "a": []any{float64(2), int64(3), json.Number("1e2")}, "s": "é\"\n<"})
+	want := `{"a":[2,3,100],"b":1,"s":"é\"\n<"}`
+	if string(a) != want {
+		t.Fatalf("got %s want %s", a, want)
+	}
+	b, hb := NormalizeArguments(map[string]any{"s": "é\"\n<", "a": []any{json.Number("2"), 3, 100.0}, "b": 1})
+	if string(a) != string(b) || ha != hb || len(ha) != 64 {
+		t.Fatal("equal values normalize differently")
+	}
+	big, _ := NormalizeArguments(map[string]any{"id": json.Number("123456789012345678901234567890")})
+	if string(big) != `{"id":123456789012345678901234567890}` {
+		t.Fatalf("big integer lost precision: %s", big)
+	}
+	odd, _ := NormalizeArguments(map[string]any{"ch": make(chan int), "f": func() {}, "typed": []string{"x"}, "st": struct{ A int }{1}, "nan": json.Number("NaN")})
+	if string(odd) != `{"ch":null,"f":null,"nan":"NaN","st":{"A":1},"typed":["x"]}` {
+		t.Fatalf("unsupported values: %s", odd)
+	}
+	if e, _ := NormalizeArguments(nil); string(e) != "{}" {
+		t.Fatal(string(e))
+	}
+}
+
+func TestRedactedView(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", 600)
+	view, digests := RedactedView(map[string]any{
+		"api_key":              "plain",
+		"note":                 "hello",
+		"body":                 long,
+		"nested":               map[string]any{"Password": "x", "list": []any{"ghp_0123456789abcdefghijABCDEFGHIJ012345", 1}},
+		"url":                  "https://u:secretpw@example.com",
+		"AKIAIOSFODNN7EXAMPLE": "key as a key",
+	})
+	if view["api_key"] != Redacted || view["note"] != "hello" || view["url"] != Redacted {
+		t.Fatalf("view %v", view)
+	}
+	if s := view["body"].(string); !strings.HasSuffix(s, TruncatedMarker) || len([]rune(s)) != 512+len([]rune(TruncatedMarker)) {
+		t.Fatalf("truncation %d", len(s))
+	}
+	if len(digests) != 1 || digests["body"] != sha256Hex([]byte(long)) {
+		t.Fatalf("digests %v", digests)
+	}
+	nested := view["nested"].(map[string]any)
+	if nested["Password"] != Redacted || nested["list"].([]any)[0] != Redacted {
+		t.Fatalf("nested %v", nested)
+	}
+	b, _ := json.Marshal(view)
+	if ContainsCredential(string(b)) {
+		t.Fatalf("view leaks: %s", b)
+	}
+}
+
+func TestDenialMessages(t *testing.T) {
+	t.Parallel()
+	d := Denial("a", ReasonScopeMissing, []string{"run.read", "not a scope <script>"})
+	if d.Message != "Not performed. The run lacks a required scope: run.read." {
+		t.Fatal(d.Message)
+	}
+	if Denial("a", "policy.matrix.workspace_write", nil).Remediation != RemediationModifyArguments {
+		t.Fatal("conditioned row remediation")
+	}
+	if Denial("a", "policy.hardline.x", nil).Retryable {
+		t.Fatal("hardline is not retryable")
+	}
+}
+
+// corpusSeeds are argument shapes the fuzzers start from.
+func corpusSeeds() []string {
+	return []string{
+		`{"path":"notes/todo.md","text":"hi"}`,
+		`{"url":"http://169.254.169.254/latest","n":1.50,"big":123456789012345678901234567890}`,
+		`{"body":"key AKIAIOSFODNN7EXAMPLE","nested":{"token":"x","list":[1,"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N"]}}`,
+		`{"a":-0,"b":1e-7,"c":1e21,"d":"\u2028\ud800","e":[true,false,null]}`,
+	}
+}
+
+func decodeArgs(b []byte) (map[string]any, bool) {
+	var m map[string]any
+	if err := DecodeStrict(b, &m); err != nil {
+		return nil, false
+	}
+	return m, true
+}
+
+func FuzzNormalize(f *testing.F) {
+	for _, s := range corpusSeeds() {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		args, ok := decodeArgs(b)
+		if !ok {
+			return
+		}
+		first, h1 := NormalizeArguments(args)
+		again, ok := decodeArgs(first)
+		if !ok {
+			t.Fatalf("normalized output is not JSON: %s", first)
+		}
+		second, h2 := NormalizeArguments(again)
+		if string(first) != string(second) || h1 != h2 {
+			t.Fatalf("not stable:\n%s\n%s", first, second)
+		}
+	})
+}
+
+func FuzzRedact(f *testing.F) {
+	for _, s := range corpusSeeds() {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		args, ok := decodeArgs(b)
+		if !ok {
+			return
+		}
+		view, digests := RedactedView(args)
+		var walk func(v any)
+		walk = func(v any) {
+			switch x := v.(type) {
+			case string:
+				if ContainsCredential(x) {
+					t.Fatalf("view leaks %q", x)
+				}
+			case json.Number:
+				if ContainsCredential(string(x)) {
+					t.Fatalf("view leaks %q", x)
+				}
+			case map[string]any:
+				for k, e := range x {
+					if ContainsCredential(k) {
+						t.Fatalf("view leaks key %q", k)
+					}
+					walk(e)
+				}
+			case []any:
+				for _, e := range x {
+					walk(e)
+				}
+			}
+		}
+		walk(view)
+		for k := range digests {
+			if view[k] == Redacted {
+				t.Fatalf("redacted value %q digested", k)
+			}
+		}
+	})
+}
