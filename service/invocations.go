@@ -1,6 +1,8 @@
 package service
 
 import (
+	"gatehouse/internal/pgdb"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,10 +95,10 @@ func scanInvocation(row pgx.Row) (invocationRow, error) {
 	if err != nil {
 		return r, err
 	}
-	if err := json.Unmarshal(action, &r.Action); err != nil {
+	if err := pgdb.UnmarshalNumbers(action, &r.Action); err != nil {
 		return r, fmt.Errorf("decode action: %w", err)
 	}
-	if err := json.Unmarshal(r.Arguments, &r.Action.Arguments); err != nil {
+	if err := pgdb.UnmarshalNumbers(r.Arguments, &r.Action.Arguments); err != nil {
 		return r, fmt.Errorf("decode arguments: %w", err)
 	}
 	return r, nil

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"gatehouse/internal/pgdb"
+
 	"context"
 	"errors"
 	"flag"
@@ -64,23 +66,7 @@ func connect(ctx context.Context, dbURL string) (*pgxpool.Pool, error) {
 	if dbURL == "" {
 		return nil, errors.New("DATABASE_URL is not set")
 	}
-	pc, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		// The URL may carry a password: name the setting, not its value.
-		return nil, errors.New("DATABASE_URL is not a valid connection string")
-	}
-	pc.MaxConns = 4
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the database: %w", err)
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connecting to the database: %w", err)
-	}
-	return pool, nil
+	return pgdb.Open(ctx, dbURL, 4)
 }
 
 // parseInterspersed parses flags that may come before, between or after

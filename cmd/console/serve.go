@@ -1,6 +1,8 @@
 package main
 
 import (
+	"gatehouse/internal/pgdb"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -260,26 +262,7 @@ func loadPrincipals(cfg serveConfig) (*auth.Directory, error) {
 }
 
 func openPool(ctx context.Context, cfg serveConfig) (*pgxpool.Pool, error) {
-	pc, err := pgxpool.ParseConfig(cfg.databaseURL)
-	if err != nil {
-		// The URL may carry a password: say which setting is wrong, not its value.
-		return nil, errors.New("DATABASE_URL is not a valid connection string")
-	}
-	pc.MaxConns = int32(cfg.dbMaxConns)
-	pc.MinConns = 2
-	pc.MaxConnIdleTime = 5 * time.Minute
-	pc.HealthCheckPeriod = 30 * time.Second
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the database: %w", err)
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connecting to the database: %w", err)
-	}
-	return pool, nil
+	return pgdb.Open(ctx, cfg.databaseURL, int32(cfg.dbMaxConns))
 }
 
 // sessionKeys decodes CONSOLE_SESSION_KEYS. In dev mode, without keys, one

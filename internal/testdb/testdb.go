@@ -6,6 +6,8 @@
 package testdb
 
 import (
+	"gatehouse/internal/pgdb"
+
 	"context"
 	"fmt"
 	"net/url"
@@ -93,6 +95,7 @@ func Pool(t testing.TB, dbURL string) *pgxpool.Pool {
 		t.Fatalf("testdb: parse url: %v", err)
 	}
 	cfg.MaxConns = 16
+	pgdb.Configure(cfg)
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("testdb: pool: %v", err)
