@@ -1,0 +1,219 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a-h/templ"
+	"golang.org/x/net/html"
+
+	"gatehouse/engine"
+	"gatehouse/service"
+	"gatehouse/web/templates"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+var (
+	fixedNow = time.Date(2026, 3, 4, 14, 0, 0, 0, time.UTC)
+	viewer   = engine.Principal{ID: "alice", TenantID: "acme", DisplayName: "Alice Ng"}
+)
+
+// sampleApproval is a pending approval whose arguments try to inject markup.
+func sampleApproval() service.Approval {
+	return service.Approval{
+		ID: "6f1c2a3b-0000-4000-8000-000000000001", TenantID: "acme", RunID: "9a8b7c6d-0000-4000-8000-000000000002",
+		SessionID: "5e4d3c2b-0000-4000-8000-000000000003", ActionKind: engine.ActionToolCall,
+		ActionSummary: `Post <b>prices</b> to the webhook`, ToolName: "http.post", SideEffect: engine.SideEffectExternalWrite,
+		Arguments: map[string]any{
+			"url":  "javascript:alert(1)",
+			"body": `<script>alert("x")</script>` + strings.Repeat("lorem ipsum ", 30),
+			"headers": map[string]any{"x-trace": "abc"},
+		},
+		ArgumentDigests: map[string]string{"body": "0f3a9c"},
+		Risk:            engine.RiskHigh, PolicyReason: "policy.matrix.external_write", PolicyVersion: "default@0123456789ab+h01234567",
+		Status: engine.ApprovalPending, ExpiresAt: fixedNow.Add(3*time.Hour + 59*time.Minute), CreatedAt: fixedNow.Add(-time.Minute),
+	}
+}
+
+func render(t *testing.T, c templ.Component) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := c.Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// golden compares got with testdata/golden/name; -update rewrites it.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run with -update after checking):\n%s", name, got)
+	}
+}
+
+// byTestID returns the elements with data-testid=id.
+func byTestID(t *testing.T, doc []byte, id string) []*html.Node {
+	t.Helper()
+	root, err := html.Parse(bytes.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*html.Node
+	for n := range root.Descendants() {
+		if n.Type == html.ElementNode && attr(n, "data-testid") == id {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	for d := range n.Descendants() {
+		if d.Type == html.TextNode {
+			b.WriteString(d.Data)
+		}
+	}
+	return b.String()
+}
+
+func TestCardTemplatePending(t *testing.T) {
+	t.Parallel()
+	card := cardView(sampleApproval(), viewer, fixedNow, "")
+	card.CSRF, card.Back = "token", "/"
+	doc := render(t, templates.CardView(card))
+	golden(t, "card_pending.html", doc)
+
+	if got := byTestID(t, doc, "risk-badge"); len(got) != 1 || text(got[0]) != "high" {
+		t.Errorf("risk badge: %v", got)
+	}
+	if got := byTestID(t, doc, "expires-in"); len(got) != 1 || text(got[0]) != "in 3h 59m" {
+		t.Errorf("expires-in: %q", text(got[0]))
+	}
+	for _, id := range []string{"approve", "deny", "resolve-form", "policy-reason"} {
+		if len(byTestID(t, doc, id)) != 1 {
+			t.Errorf("no %s in a pending card", id)
+		}
+	}
+	if len(byTestID(t, doc, "outcome")) != 0 {
+		t.Error("a pending card shows an outcome")
+	}
+	if n := len(byTestID(t, doc, "argument")); n != 3 {
+		t.Errorf("%d arguments, want 3", n)
+	}
+	if d := byTestID(t, doc, "digest"); len(d) != 1 || !strings.Contains(text(d[0]), "0f3a9c") {
+		t.Errorf("digest: %v", d)
+	}
+	// Untrusted text stays text: no element or URL comes from an argument.
+	if bytes.Contains(doc, []byte("<script>")) || bytes.Contains(doc, []byte("<b>")) || bytes.Contains(doc, []byte(`href="javascript:`)) {
+		t.Errorf("untrusted markup rendered as markup:\n%s", doc)
+	}
+}
+
+func TestCardTemplateConflict(t *testing.T) {
+	t.Parallel()
+	a := sampleApproval()
+	at := time.Date(2026, 3, 4, 14, 2, 0, 0, time.UTC)
+	a.Status, a.Resolution, a.ResolvedBy, a.ResolvedAt = engine.ApprovalDenied, engine.ResolutionDeny, "bob", &at
+	doc := render(t, templates.CardView(cardView(a, viewer, fixedNow, service.ResolveConflict)))
+	out := byTestID(t, doc, "outcome")
+	if len(out) != 1 || text(out[0]) != "Already denied by bob at 14:02 UTC" {
+		t.Fatalf("outcome: %v", out)
+	}
+	if len(byTestID(t, doc, "resolve-form")) != 0 {
+		t.Error("a resolved card still offers the form")
+	}
+}
+
+func TestDetailTemplate(t *testing.T) {
+	t.Parallel()
+	card := cardView(sampleApproval(), viewer, fixedNow, "")
+	card.CSRF, card.Back = "token", card.DetailURL()
+	evs := timelineView([]service.Event{
+		{ID: 1, Type: service.EventRunSubmitted, Payload: []byte(`{"agent_id":"a"}`), CreatedAt: fixedNow.Add(-2 * time.Minute)},
+		{ID: 2, Type: service.EventApprovalRequested, Payload: []byte(`{"tool_name":"http.post","approval_id":"x"}`), CreatedAt: fixedNow.Add(-time.Minute)},
+	})
+	doc := render(t, templates.Detail(templates.DetailPage{
+		Page:          templates.Page{Title: "Approval", User: "Alice Ng", CSRF: "token"},
+		Card:          card,
+		PolicyVersion: "default@0123456789ab+h01234567",
+		Timeline:      evs,
+	}))
+	golden(t, "detail.html", doc)
+	if n := len(byTestID(t, doc, "event")); n != 2 {
+		t.Errorf("%d timeline events, want 2", n)
+	}
+	if got := byTestID(t, doc, "status"); len(got) != 1 || text(got[0]) != "pending" {
+		t.Errorf("status: %v", got)
+	}
+}
+
+func TestOutcome(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 3, 4, 9, 10, 0, 0, time.UTC)
+	cases := []struct {
+		status engine.ApprovalStatus
+		by     string
+		result service.ResolveResult
+		want   string
+	}{
+		{engine.ApprovalApproved, "alice", service.ResolveApplied, "Approved by you"},
+		{engine.ApprovalDenied, "alice", service.ResolveSame, "Denied by you"},
+		{engine.ApprovalApproved, "bob", service.ResolveConflict, "Already approved by bob at 09:10 UTC"},
+		{engine.ApprovalDenied, "bob", "", "Denied by bob at 09:10 UTC"},
+		{engine.ApprovalExpired, "", service.ResolveConflict, "Already expired at 09:10 UTC"},
+		{engine.ApprovalCancelled, "", "", "Cancelled at 09:10 UTC"},
+	}
+	for _, tc := range cases {
+		a := service.Approval{Status: tc.status, ResolvedBy: tc.by, ResolvedAt: &at}
+		if got, _ := outcome(a, viewer, tc.result); got != tc.want {
+			t.Errorf("%s by %q (%s): got %q, want %q", tc.status, tc.by, tc.result, got, tc.want)
+		}
+	}
+}
+
+func TestSafeNext(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"":                     "/",
+		"/history?risk=high":   "/history?risk=high",
+		"//evil.example/":      "/",
+		"/\\evil.example":      "/",
+		"https://evil.example": "/",
+		"/x\r\nSet-Cookie: a":  "/",
+	} {
+		if got := safeNext(in); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
