@@ -1,0 +1,116 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"gatehouse/auth"
+	"gatehouse/engine"
+	"gatehouse/internal/testdb"
+	"gatehouse/rules"
+	"gatehouse/service"
+)
+
+// queueSizes are the queue lengths BenchmarkQueuePage renders; each lives in
+// its own tenant so one database holds all three.
+var queueSizes = []int{100, 1_000, 10_000}
+
+const benchPrincipals = `principals:
+  - {id: q100, tenant_id: bench-q100, scopes: [run.read, run.write, approval.read, approval.resolve, demo.write]}
+  - {id: q1000, tenant_id: bench-q1000, scopes: [run.read, run.write, approval.read, approval.resolve, demo.write]}
+  - {id: q10000, tenant_id: bench-q10000, scopes: [run.read, run.write, approval.read, approval.resolve, demo.write]}
+`
+
+// cloneApproval copies one parked approval n times with fresh ids and
+// later creation times: the queue holds n real rows without n agent round
+// trips. jsonb_populate_record keeps every other column as it is.
+const cloneApproval = `
+INSERT INTO approvals
+SELECT (jsonb_populate_record(a, jsonb_build_object(
+          'id', gen_random_uuid(),
+          'action_id', gen_random_uuid(),
+          'created_at', a.created_at + g * interval '1 millisecond'))).*
+  FROM approvals a, generate_series(1, $2::int) g
+ WHERE a.id = $1`
+
+// BenchmarkQueuePage renders the queue page handler (list, count, cards,
+// template) for queues of 100, 1,000 and 10,000 pending approvals. Keyset
+// pagination and the capped count keep the time per page flat.
+func BenchmarkQueuePage(b *testing.B) {
+	ctx := context.Background()
+	pool := testdb.New(b)
+	set, err := rules.Load(rules.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir, err := auth.Parse([]byte(benchPrincipals))
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc, err := service.New(ctx, service.Config{Pool: pool, Policy: set, Principals: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Config{Service: svc, Directory: dir, Policy: set, Metrics: NewMetrics(), Pool: pool})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cn := newConsole(s)
+	for _, n := range queueSizes {
+		p, _ := dir.ByID(fmt.Sprintf("q%d", n))
+		fillQueue(b, svc, p, n)
+		b.Run(fmt.Sprintf("pending=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				c := s.echo.NewContext(httptest.NewRequest(http.MethodGet, "/", nil), rec)
+				setPrincipal(c, p)
+				c.Set(ctxConsoleSession, consoleSession{Principal: p, CSRF: "bench"})
+				if err := cn.queue(c); err != nil || rec.Code != http.StatusOK {
+					b.Fatalf("queue page: %d %v", rec.Code, err)
+				}
+			}
+		})
+	}
+}
+
+// fillQueue parks one real approval for p's tenant and clones it to n
+// pending approvals, unless an earlier run of the benchmark already did.
+func fillQueue(b *testing.B, svc *service.Service, p engine.Principal, n int) {
+	b.Helper()
+	ctx := context.Background()
+	pool := testdb.New(b)
+	var have int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM approvals WHERE tenant_id = $1 AND status = 'pending'`, p.TenantID).Scan(&have); err != nil {
+		b.Fatal(err)
+	}
+	if have >= n {
+		return
+	}
+	run, err := svc.SubmitRun(ctx, p, service.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "bench", AgentVersion: "1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	run, ok, err := svc.ClaimRun(ctx, p, service.ClaimInput{WorkerID: "bench", LeaseSeconds: 60, RunID: run.ID})
+	if err != nil || !ok {
+		b.Fatalf("claim: %v %v", ok, err)
+	}
+	res, err := svc.Propose(ctx, p, run.ID, service.Lease{WorkerID: "bench", FencingToken: run.FencingToken}, engine.ActionRequest{
+		ActionID: uuid.NewString(), Kind: engine.ActionToolCall, Name: "demo.external_write", Summary: "set the status of record 42",
+		StepNumber: 1, Arguments: map[string]any{"record": "42", "field": "status", "value": "shipped"}, OriginTrust: engine.TrustUser,
+	})
+	if err != nil || res.ApprovalID == "" {
+		b.Fatalf("park: %+v %v", res, err)
+	}
+	if _, err := pool.Exec(ctx, cloneApproval, res.ApprovalID, n-have-1); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE approvals`); err != nil {
+		b.Fatal(err)
+	}
+}
