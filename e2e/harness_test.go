@@ -204,10 +204,12 @@ func startServer(t testing.TB, opts serverOptions) *server {
 			}
 		case <-time.After(20 * time.Second):
 			_ = cmd.Process.Kill()
-			<-exited
+			t.Logf("killed server exited: %v", <-exited)
 			t.Errorf("server ignored SIGTERM; log: %s", srv.LogPath)
 		}
-		logFile.Close()
+		if err := logFile.Close(); err != nil {
+			t.Error(err)
+		}
 	})
 
 	deadline := time.Now().Add(60 * time.Second)

@@ -18,7 +18,7 @@ const (
 	HardlineCommandRegex     = "command_regex"
 	HardlinePathPattern      = "path_pattern"
 	HardlineEgressHost       = "egress_host"
-	HardlineCredentialEgress = "credential_egress"
+	HardlineCredentialEgress = "credential_egress" //nolint:gosec // a rule kind, not a credential
 )
 
 // HardlineMessagePrefix starts every hardline rule's message_code.

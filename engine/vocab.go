@@ -22,7 +22,7 @@ const (
 	SideEffectExternalDelete   SideEffectClass = "external_delete"   // Delete external data
 	SideEffectFinancial        SideEffectClass = "financial"         // Spend money
 	SideEffectPublication      SideEffectClass = "publication"       // Publish content
-	SideEffectCredentialAccess SideEffectClass = "credential_access" // Access raw credentials
+	SideEffectCredentialAccess SideEffectClass = "credential_access" //nolint:gosec // Access raw credentials (a class name, not a credential)
 	SideEffectHostAccess       SideEffectClass = "host_access"       // Access host filesystem
 	SideEffectPrivileged       SideEffectClass = "privileged"        // Privileged container op
 )

@@ -32,8 +32,8 @@ func sampleApproval() service.Approval {
 		SessionID: "5e4d3c2b-0000-4000-8000-000000000003", ActionKind: engine.ActionToolCall,
 		ActionSummary: `Post <b>prices</b> to the webhook`, ToolName: "http.post", SideEffect: engine.SideEffectExternalWrite,
 		Arguments: map[string]any{
-			"url":  "javascript:alert(1)",
-			"body": `<script>alert("x")</script>` + strings.Repeat("lorem ipsum ", 30),
+			"url":     "javascript:alert(1)",
+			"body":    `<script>alert("x")</script>` + strings.Repeat("lorem ipsum ", 30),
 			"headers": map[string]any{"x-trace": "abc"},
 		},
 		ArgumentDigests: map[string]string{"body": "0f3a9c"},

@@ -3,6 +3,7 @@ package handlers
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -146,7 +147,7 @@ func (s *Server) recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				if r == http.ErrAbortHandler {
+				if e, ok := r.(error); ok && errors.Is(e, http.ErrAbortHandler) {
 					panic(r)
 				}
 				err = fmt.Errorf("handler panic: %v\n%s", r, debug.Stack())

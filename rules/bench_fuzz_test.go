@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -79,7 +80,7 @@ func FuzzLoadProfile(f *testing.F) {
 	f.Add([]byte(defaultWithout("", "  - {side_effect: financial, risk: low, decision: allow_with_modifications, modifications: {set: {a: [1, {b: c}]}, remove: [x]}}")))
 	f.Add([]byte("matrix: [{side_effect: none}]\n---\n"))
 	f.Add([]byte("tool_rules: {a: {decision: allow}}"))
-	hl, err := parseHardline(HardlineFile, hardlineYAML)
+	hl, err := parseHardline(hardlineYAML)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -93,7 +94,8 @@ func FuzzLoadProfile(f *testing.F) {
 			t.Fatalf("want exactly one of ruleset and error: %v %v", rs, err)
 		}
 		if err != nil {
-			if _, ok := err.(*LoadError); !ok {
+			var le *LoadError
+			if !errors.As(err, &le) {
 				t.Fatalf("error is not a LoadError: %T %v", err, err)
 			}
 			return

@@ -161,7 +161,7 @@ func TestPolicyDir(t *testing.T) {
 	t.Run("operator tool may not redefine a built-in", func(t *testing.T) {
 		t.Parallel()
 		f := filepath.Join(t.TempDir(), "tools.yaml")
-		os.WriteFile(f, []byte("tools:\n  - {name: payments.charge, version: \"1\", side_effect: none, risk: low, idempotency: read_only}\n"), 0o600)
+		writeFile(t, f, "tools:\n  - {name: payments.charge, version: \"1\", side_effect: none, risk: low, idempotency: read_only}\n")
 		if le := loadErr(t, loadErrOnly(Options{ToolsFile: f})); le.Code != CodeDuplicateTool {
 			t.Fatal(le)
 		}
@@ -229,11 +229,11 @@ func TestGate05Hardline(t *testing.T) {
 	}
 	// A rule whose near miss it blocks, or without a near miss, never loads.
 	broken := strings.Replace(string(hardlineYAML), `near_miss: {side_effect: code_execution, arguments: {command: "rm -rf ./build"}}`, `near_miss: {side_effect: code_execution, arguments: {command: "rm -rf / "}}`, 1)
-	if _, err := parseHardline("hardline.yaml", []byte(broken)); err == nil || loadErr(t, err).Code != engine.CodeHardlineNearMiss || loadErr(t, err).Line == 0 {
+	if _, err := parseHardline([]byte(broken)); err == nil || loadErr(t, err).Code != engine.CodeHardlineNearMiss || loadErr(t, err).Line == 0 {
 		t.Fatalf("a rule blocking its near miss loaded: %v", err)
 	}
 	missing := strings.Replace(string(hardlineYAML), `    near_miss: {side_effect: code_execution, arguments: {command: "rm -rf ./build"}}`+"\n", "", 1)
-	if _, err := parseHardline("hardline.yaml", []byte(missing)); err == nil {
+	if _, err := parseHardline([]byte(missing)); err == nil {
 		t.Fatal("a rule without near_miss loaded")
 	}
 }
@@ -275,7 +275,9 @@ func TestGate08NoLeakage(t *testing.T) {
 		d := engine.Denial("demo.external_write", code, []string{"workspace.write"})
 		b, _ := json.Marshal(d)
 		var m map[string]any
-		json.Unmarshal(b, &m)
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
 		keys := make([]string, 0, len(m))
 		for k := range m {
 			keys = append(keys, k)
@@ -318,7 +320,7 @@ func TestGate11ScopeGrammar(t *testing.T) {
 	for _, bad := range []string{"run.cancel", "mcp.other.write", "session.write"} {
 		f := filepath.Join(t.TempDir(), "tools.yaml")
 		body := "tools:\n  - {name: files2.write, version: \"1\", side_effect: external_write, risk: high, idempotency: idempotent, mcp_server_id: files2, required_scopes: [mcp.files2.use, " + bad + "]}\n"
-		os.WriteFile(f, []byte(body), 0o600)
+		writeFile(t, f, body)
 		err := loadErrOnly(Options{ToolsFile: f})
 		if err == nil {
 			t.Fatalf("MCP tool declaring %s registered", bad)
@@ -357,5 +359,12 @@ func TestGate12ScopeSubset(t *testing.T) {
 	}
 	if m := engine.MissingScopes([]string{"run.read"}, []string{"run.write"}); !slices.Equal(m, []string{"run.read"}) {
 		t.Fatalf("run.write satisfied run.read: %v", m)
+	}
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

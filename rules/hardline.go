@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 
 	"gatehouse/engine"
@@ -44,7 +45,8 @@ type hardlineSet struct {
 	lines map[string]int
 }
 
-func parseHardline(file string, b []byte) (*hardlineSet, error) {
+func parseHardline(b []byte) (*hardlineSet, error) {
+	const file = HardlineFile
 	var doc hardlineDoc
 	root, err := decodeStrict(file, b, &doc)
 	if err != nil {
@@ -92,7 +94,8 @@ func parseHardline(file string, b []byte) (*hardlineSet, error) {
 	// Compile once against a minimal total profile, so a broken hardline
 	// file is reported against itself rather than against every profile.
 	if _, err := engine.NewLoadedRuleset(probeProfile(), nil, hs.rules, b); err != nil {
-		if re, ok := err.(*engine.RuleError); ok {
+		var re *engine.RuleError
+		if errors.As(err, &re) {
 			return nil, &LoadError{File: file, Line: hs.lines[re.RuleID], RuleID: re.RuleID, Code: re.Code, Msg: re.Msg}
 		}
 		return nil, &LoadError{File: file, Code: CodeValue, Msg: err.Error()}

@@ -124,7 +124,7 @@ func (e *LoadError) Error() string {
 // Hardline rules come only from the embedded file: an operator directory
 // can add profiles, never replace or extend the hardline set.
 func Load(opts Options) (*Set, error) {
-	hl, err := parseHardline(HardlineFile, hardlineYAML)
+	hl, err := parseHardline(hardlineYAML)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +190,7 @@ func validProfileName(s string) bool {
 	}
 	for i := 1; i < len(s); i++ {
 		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' && c != '-' {
 			return false
 		}
 	}

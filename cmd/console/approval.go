@@ -36,7 +36,7 @@ func runApproval(ctx context.Context, args []string, stdout io.Writer) error {
 	reason := fs.String("reason", "", "resolve: reason recorded with the resolution")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
-		return fmt.Errorf("%w: approval: %v", errUsage, err)
+		return fmt.Errorf("%w: approval: %w", errUsage, err)
 	}
 	if len(rest) == 0 {
 		return fmt.Errorf("%w: approval list|show|resolve", errUsage)

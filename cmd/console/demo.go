@@ -28,7 +28,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	baseURL := fs.String("url", envOr("GATEHOUSE_URL", "http://127.0.0.1:8080"), "server base URL (GATEHOUSE_URL)")
 	token := fs.String("token", os.Getenv("GATEHOUSE_TOKEN"), "bearer token of a principal with run.write and run.read (GATEHOUSE_TOKEN)")
 	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if *token == "" {
 		return fmt.Errorf("%w: demo needs --token", errUsage)
@@ -138,7 +138,7 @@ func demoLoop(ctx context.Context, baseURL, token string, logger *slog.Logger) e
 		}()
 		pause := demoBurstPause
 		if i >= demoBurst {
-			pause = demoMinPause + rand.N(demoMaxPause-demoMinPause)
+			pause = demoMinPause + rand.N(demoMaxPause-demoMinPause) //nolint:gosec // pacing jitter, not a secret
 		}
 		select {
 		case <-time.After(pause):

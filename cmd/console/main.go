@@ -49,15 +49,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "serve":
-		return runServe(ctx, rest, stdout, stderr)
+		return runServe(ctx, rest, stderr)
 	case "migrate":
 		return runMigrate(ctx, rest, stdout)
 	case "policy":
-		return runPolicy(ctx, rest, stdin, stdout)
+		return runPolicy(rest, stdin, stdout)
 	case "approval":
 		return runApproval(ctx, rest, stdout)
 	case "principal":
-		return runPrincipal(ctx, rest, stdin, stdout)
+		return runPrincipal(rest, stdin, stdout)
 	case "demo":
 		return runDemo(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":

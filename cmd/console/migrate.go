@@ -24,7 +24,7 @@ func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL connection string (DATABASE_URL)")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
-		return fmt.Errorf("%w: migrate: %v", errUsage, err)
+		return fmt.Errorf("%w: migrate: %w", errUsage, err)
 	}
 	if len(rest) != 1 || (rest[0] != "up" && rest[0] != "status") {
 		return fmt.Errorf("%w: migrate up|status", errUsage)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -20,7 +19,7 @@ const maxEvalInput = 1 << 20
 
 // runPolicy is `console policy version|check|eval`: the loaded policy, read
 // from the same files and environment variables `serve` reads.
-func runPolicy(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+func runPolicy(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: policy needs version, check or eval", errUsage)
 	}
@@ -28,7 +27,7 @@ func runPolicy(ctx context.Context, args []string, stdin io.Reader, stdout io.Wr
 	fs.SetOutput(io.Discard)
 	profile := fs.String("profile", "", "profile (default: CONSOLE_POLICY_PROFILE or default)")
 	if err := fs.Parse(args[1:]); err != nil {
-		return fmt.Errorf("%w: policy %s: %v", errUsage, args[0], err)
+		return fmt.Errorf("%w: policy %s: %w", errUsage, args[0], err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: policy %s takes no arguments", errUsage, args[0])

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,7 @@ import (
 // runPrincipal produces the secrets of principals.yaml: a password hash
 // (the password read from stdin, never from an argument, which would leave
 // it in shell history and the process list) or a fresh bearer token.
-func runPrincipal(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+func runPrincipal(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) != 1 {
 		return fmt.Errorf("%w: principal hash-password|new-token", errUsage)
 	}

@@ -73,7 +73,7 @@ func parseServeConfig(args []string, stderr io.Writer) (serveConfig, error) {
 	rate := fs.String("rate-limit", envOr("CONSOLE_RATE_LIMIT", "50"), "API requests per second per principal (CONSOLE_RATE_LIMIT)")
 	burst := fs.String("rate-burst", envOr("CONSOLE_RATE_BURST", "100"), "API burst per principal (CONSOLE_RATE_BURST)")
 	if err := fs.Parse(args); err != nil {
-		return cfg, fmt.Errorf("%w: %v", errUsage, err)
+		return cfg, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("%w: serve takes no arguments", errUsage)
@@ -127,7 +127,7 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg, err := parseServeConfig(args, stderr)
 	if err != nil {
 		return err
@@ -202,7 +202,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
-	ln, err := net.Listen("tcp", cfg.addr)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
 	}
