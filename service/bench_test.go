@@ -1,9 +1,12 @@
 package service
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"gatehouse/engine"
 )
@@ -102,4 +105,69 @@ func BenchmarkResolveBareUpdate(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkResolveBareTx issues the statements ResolveApproval issues, in
+// one pgx transaction with no service code around them: the approval read,
+// the run lock, the guarded update (a loser re-reads once), the checkpoint,
+// approval.resolved, the re-queue with run.queued, and NOTIFY. Against it,
+// ResolveContended shows what the service's own code costs; against
+// ResolveBareUpdate, what the database work of a resolution costs.
+func BenchmarkResolveBareTx(b *testing.B) {
+	bb := setup(b)
+	ids := parkedApprovals(b, bb)
+	var next atomic.Int64
+	payload := []byte(`{"resolution":"approve_once"}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := ids[int(next.Add(1)-1)/resolversPerApproval]
+			err := pgx.BeginFunc(bb.ctx, bb.pool, func(tx pgx.Tx) error {
+				return bareResolve(bb.ctx, tx, bb, id, payload)
+			})
+			if err != nil {
+				b.Errorf("resolve: %v", err)
+				return
+			}
+		}
+	})
+}
+
+func bareResolve(ctx context.Context, tx pgx.Tx, bb *bundle, id string, payload []byte) error {
+	var runID, actionID string
+	if err := tx.QueryRow(ctx, `SELECT run_id::text, action_id::text FROM approvals WHERE id = $1 AND tenant_id = $2`, id, bb.tenant).Scan(&runID, &actionID); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, runLock, runID, bb.tenant); err != nil {
+		return err
+	}
+	now := bb.clock.Now()
+	tag, err := tx.Exec(ctx, approvalResolveIfPending, id, bb.tenant, "approved", "approve_once", now, bb.human.ID, "")
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		_, err := tx.Exec(ctx, approvalGet, id, bb.tenant)
+		return err
+	}
+	var invID string
+	if err := tx.QueryRow(ctx, `SELECT id::text FROM tool_invocations WHERE run_id = $1 AND action_id = $2`, runID, actionID).Scan(&invID); err != nil {
+		return err
+	}
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{runCheckpointSettle, []any{runID, id, invID, now}},
+		{eventInsert, []any{bb.tenant, runID, EventApprovalResolved, payload, now}},
+		{runRequeueIfSettled, []any{runID, now}},
+		{eventInsert, []any{bb.tenant, runID, EventRunQueued, []byte(`{}`), now}},
+		{eventNotify, []any{notifyChannel, bb.tenant}},
+	} {
+		if _, err := tx.Exec(ctx, q.sql, q.args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
