@@ -74,7 +74,7 @@ test: verify lint unit e2e ## everything CI runs: generated files, lint, unit/se
 .PHONY: bench
 bench: $(BENCHSTAT) ## benchmarks (engine, service, console) into .artifacts/bench.txt
 	mkdir -p $(ARTIFACTS)
-	DATABASE_URL="$$(scripts/pg.sh test)" go test -run '^$$' -bench . -benchmem -count 6 ./engine/... ./service/... ./handlers/... | tee $(ARTIFACTS)/bench.txt
+	DATABASE_URL="$$(scripts/pg.sh test)" go test -run '^$$' -bench . -benchmem -count 6 ./engine/... ./rules/... ./service/... ./handlers/... | tee $(ARTIFACTS)/bench.txt
 	$(BENCHSTAT) $(ARTIFACTS)/bench.txt
 
 .PHONY: bench-opa
