@@ -9,14 +9,8 @@ import "time"
 // policy.revalidation.escalated; a passed run deadline is
 // deadline_exceeded (reason approval.expired: the approval came too late). Otherwise the invocation is authorized.
 func Revalidate(req ApprovalSnapshot, now ResumeSnapshot) RevalidationOutcome {
-	if req.ArgumentsHash != now.ArgumentsHash {
-		return invalidated(VoidArgumentsChanged)
-	}
-	if len(MissingScopes(req.PrincipalScopes, now.PrincipalScopes)) > 0 {
-		return invalidated(VoidScopesNarrowed)
-	}
-	if req.AgentVersion != now.AgentVersion {
-		return invalidated(VoidAgentVersionChanged)
+	if cause := VoidCause(req, now); cause != "" {
+		return invalidated(cause)
 	}
 	var out RevalidationOutcome
 	current := ""
@@ -39,6 +33,22 @@ func Revalidate(req ApprovalSnapshot, now ResumeSnapshot) RevalidationOutcome {
 	}
 	out.Authorized = true
 	return out
+}
+
+// VoidCause is the first of the three changes that void an approval
+// outright (arguments, narrowed scopes, agent version), or "" when none
+// happened. A repeated resume of an already authorized invocation checks
+// these too: the bytes re-presented must still be the bytes approved.
+func VoidCause(req ApprovalSnapshot, now ResumeSnapshot) string {
+	switch {
+	case req.ArgumentsHash != now.ArgumentsHash:
+		return VoidArgumentsChanged
+	case len(MissingScopes(req.PrincipalScopes, now.PrincipalScopes)) > 0:
+		return VoidScopesNarrowed
+	case req.AgentVersion != now.AgentVersion:
+		return VoidAgentVersionChanged
+	}
+	return ""
 }
 
 func invalidated(cause string) RevalidationOutcome {

@@ -72,8 +72,12 @@ func newProvider(db *sql.DB) (*goose.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session locker: %w", err)
 	}
+	// Out-of-order: migrations are numbered per area (00001.. for the core
+	// tables, 00100.. for the console's), so a database that already has a
+	// later area's migration still takes a new core one.
 	p, err := goose.NewProvider(goose.DialectPostgres, db, files,
-		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true),
+		goose.WithAllowOutofOrder(true))
 	if err != nil {
 		return nil, fmt.Errorf("provider: %w", err)
 	}

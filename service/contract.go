@@ -147,12 +147,20 @@ type ResumeInput struct {
 	AgentVersion string         `json:"agent_version"`
 }
 
-// ResumeResult says whether the invocation may execute now.
+// ResumeResult says whether the invocation may execute now. Authorized is
+// true only for the call that authorized it and for an idempotent replay of
+// that call under the same lease. Otherwise InvocationStatus and
+// IdempotencyClass tell the runtime where the invocation stands, so it
+// applies the seed's crash-recovery rule (read_only and idempotent: retry;
+// conditionally_idempotent: retry only with the idempotency key;
+// non_idempotent: never retry, record uncertain).
 type ResumeResult struct {
-	Authorized   bool                 `json:"authorized"`
-	InvocationID string               `json:"invocation_id"`
-	RunStatus    string               `json:"run_status"`
-	Result       *engine.DenialResult `json:"result,omitempty"`
+	Authorized       bool                    `json:"authorized"`
+	InvocationID     string                  `json:"invocation_id"`
+	RunStatus        string                  `json:"run_status"`
+	InvocationStatus string                  `json:"invocation_status"`
+	IdempotencyClass engine.IdempotencyClass `json:"idempotency_class"`
+	Result           *engine.DenialResult    `json:"result,omitempty"`
 }
 
 // Approval is an approval request as every surface shows it: redacted

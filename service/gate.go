@@ -45,7 +45,7 @@ func (s *Service) Propose(ctx context.Context, p engine.Principal, runID string,
 		if errors.Is(err, ErrStaleLease) && retriedAfterPark(run, lease) {
 			// The worker's proposal parked the run and released its
 			// lease; answer its retry from the record.
-			res, err = s.storedProposal(ctx, tx, run, req)
+			res, err = s.storedProposal(ctx, tx, run, lease, req)
 			if errors.Is(err, ErrNotFound) {
 				return ErrStaleLease
 			}
@@ -54,10 +54,10 @@ func (s *Service) Propose(ctx context.Context, p engine.Principal, runID string,
 		if err != nil {
 			return err
 		}
-		if res, err = s.storedProposal(ctx, tx, run, req); !errors.Is(err, ErrNotFound) {
+		if res, err = s.storedProposal(ctx, tx, run, lease, req); !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		res, err = s.propose(ctx, tx, after, run, req, now)
+		res, err = s.propose(ctx, tx, after, run, lease, req, now)
 		return err
 	})
 	if err != nil {
@@ -97,8 +97,13 @@ func validateRequest(req engine.ActionRequest) error {
 }
 
 // storedProposal answers a repeated action_id from the record; ErrNotFound
-// when the action is new, ErrConflict when its arguments differ.
-func (s *Service) storedProposal(ctx context.Context, tx pgx.Tx, run Run, req engine.ActionRequest) (ProposeResult, error) {
+// when the action is new, ErrConflict when its arguments differ. A stored
+// allow is repeated only to the lease it authorized while the invocation is
+// still AUTHORIZED (an idempotent replay): once a result is recorded, or to
+// another lease (a reclaimed run replaying its steps), repeating "allow"
+// would authorize a second execution, so the answer is ErrConflict and the
+// runtime applies crash recovery to the invocation it already holds.
+func (s *Service) storedProposal(ctx context.Context, tx pgx.Tx, run Run, lease Lease, req engine.ActionRequest) (ProposeResult, error) {
 	inv, found, err := getInvocationByAction(ctx, tx, run.ID, req.ActionID)
 	if err != nil {
 		return ProposeResult{}, err
@@ -109,6 +114,9 @@ func (s *Service) storedProposal(ctx context.Context, tx pgx.Tx, run Run, req en
 	_, hash := engine.NormalizeArguments(req.Arguments)
 	if hash != inv.NormalizedArgumentsHash || req.Name != inv.ToolName {
 		return ProposeResult{}, fmt.Errorf("action_id reused with different arguments: %w", ErrConflict)
+	}
+	if allowed := inv.Decision.Decision == engine.DecisionAllow || inv.Decision.Decision == engine.DecisionAllowWithModifications; allowed && !inv.authorizedTo(lease) {
+		return ProposeResult{}, fmt.Errorf("action already authorized under another lease or executed (%s): %w", inv.Status, ErrConflict)
 	}
 	res := ProposeResult{
 		Decision:     inv.Decision.Decision,
@@ -132,7 +140,7 @@ func missingFrom(a engine.ProposedAction, run Run) []string {
 }
 
 // propose decides a new action and persists the outcome.
-func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, req engine.ActionRequest, now time.Time) (ProposeResult, error) {
+func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, lease Lease, req engine.ActionRequest, now time.Time) (ProposeResult, error) {
 	rs, ok := s.ruleset(run.PolicyProfile)
 	var out engine.GateOutcome
 	if ok {
@@ -155,7 +163,7 @@ func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, ru
 		if err != nil {
 			return res, err
 		}
-		if err := s.authorize(ctx, tx, row, now); err != nil {
+		if _, err := s.authorize(ctx, tx, row, lease, now); err != nil {
 			return res, err
 		}
 		res.EffectiveArguments = out.EffectiveArguments
@@ -175,21 +183,22 @@ func unclassifiable(req engine.ActionRequest) engine.GateOutcome {
 }
 
 // authorize is the single gate's only transition to AUTHORIZED (gate 3):
-// Propose reaches it on allow, Resume after revalidation passes. Outcomes:
-// authorized now; ErrConflict when the invocation was in no state an
+// Propose reaches it on allow, Resume after revalidation passes; the
+// worker's lease is recorded with it. Outcomes:
+// authorized now (the authorized row); ErrConflict when the invocation was in no state an
 // authorization may leave (already authorized, denied, cancelled).
-func (s *Service) authorize(ctx context.Context, tx pgx.Tx, inv invocationRow, now time.Time) error {
-	row, err := scanInvocation(tx.QueryRow(ctx, invocationAuthorize, inv.ID, now))
+func (s *Service) authorize(ctx context.Context, tx pgx.Tx, inv invocationRow, lease Lease, now time.Time) (invocationRow, error) {
+	row, err := scanInvocation(tx.QueryRow(ctx, invocationAuthorize, inv.ID, now, lease.WorkerID, lease.FencingToken))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("authorize %s: %w", inv.Status, ErrConflict)
+		return invocationRow{}, fmt.Errorf("authorize %s: %w", inv.Status, ErrConflict)
 	}
 	if err != nil {
-		return fmt.Errorf("authorize: %w", err)
+		return invocationRow{}, fmt.Errorf("authorize: %w", err)
 	}
 	if s.onAuthorize != nil {
 		s.onAuthorize(row.ID)
 	}
-	return insertEvent(ctx, tx, row.TenantID, row.RunID, EventActionAuthorized, now, map[string]any{
+	return row, insertEvent(ctx, tx, row.TenantID, row.RunID, EventActionAuthorized, now, map[string]any{
 		"invocation_id": row.ID, "tool_name": row.ToolName, "decision": row.Decision.Decision,
 		"policy_version": row.PolicyVersion, "approval_id": row.ApprovalID,
 	})

@@ -19,7 +19,8 @@ const invocationColumns = `id::text, run_id::text, tenant_id, action_id::text, k
        summary, step_number, status, side_effect, risk, idempotency_class, origin_trust,
        normalized_arguments_hash, COALESCE(effective_arguments_hash, ''), decision, policy_version,
        COALESCE(approval_id::text, ''), created_at, updated_at,
-       arguments, effective_arguments, action, reason_code`
+       arguments, effective_arguments, action, reason_code,
+       COALESCE(authorized_worker_id, ''), COALESCE(authorized_fencing_token, 0)`
 
 // invocationInsert records a proposal with its classification and decision.
 // Its status is PROPOSED, WAITING_FOR_APPROVAL or DENIED: never AUTHORIZED,
@@ -45,9 +46,12 @@ const invocationListForRun = `SELECT ` + invocationColumns + `
 
 // invocationAuthorize is the single gate's only write: the one statement in
 // Gatehouse that moves an invocation to AUTHORIZED (gate 3). It is guarded
-// on the two states an authorization may leave, so a repeat changes nothing.
+// on the two states an authorization may leave, so a repeat changes nothing,
+// and records the lease that authorized it: only that lease is ever told
+// "authorized" again.
 const invocationAuthorize = `
-UPDATE tool_invocations SET status = 'AUTHORIZED', updated_at = $2
+UPDATE tool_invocations
+   SET status = 'AUTHORIZED', authorized_worker_id = $3, authorized_fencing_token = $4, updated_at = $2
  WHERE id = $1 AND status IN ('PROPOSED', 'WAITING_FOR_APPROVAL')
 RETURNING ` + invocationColumns
 
@@ -82,6 +86,20 @@ type invocationRow struct {
 	EffectiveArguments json.RawMessage
 	Action             engine.ProposedAction
 	ReasonCode         string
+	// AuthorizedBy is the lease under which the invocation was authorized
+	// (zero before).
+	AuthorizedBy Lease
+}
+
+// authorizedTo reports whether the invocation is AUTHORIZED under exactly
+// this lease: the only case in which telling the caller "authorized" again
+// is an idempotent replay rather than a second execution.
+func (r invocationRow) authorizedTo(l Lease) bool {
+	switch r.Status {
+	case InvocationAuthorized:
+		return r.AuthorizedBy.WorkerID != "" && r.AuthorizedBy == l
+	}
+	return false
 }
 
 func scanInvocation(row pgx.Row) (invocationRow, error) {
@@ -91,7 +109,8 @@ func scanInvocation(row pgx.Row) (invocationRow, error) {
 		&r.Summary, &r.StepNumber, &r.Status, &r.SideEffect, &r.Risk, &r.Idempotency, &r.OriginTrust,
 		&r.NormalizedArgumentsHash, &r.EffectiveArgumentsHash, &r.Decision, &r.PolicyVersion,
 		&r.ApprovalID, &r.CreatedAt, &r.UpdatedAt,
-		&r.Arguments, &r.EffectiveArguments, &action, &r.ReasonCode)
+		&r.Arguments, &r.EffectiveArguments, &action, &r.ReasonCode,
+		&r.AuthorizedBy.WorkerID, &r.AuthorizedBy.FencingToken)
 	if err != nil {
 		return r, err
 	}

@@ -159,6 +159,10 @@ func TestParkResolveResume(t *testing.T) {
 	if err != nil || !rr.Authorized {
 		t.Fatalf("resume: %+v %v", rr, err)
 	}
+	mustEqual(t, "invocation status", rr.InvocationStatus, InvocationAuthorized)
+	mustEqual(t, "idempotency", rr.IdempotencyClass, engine.IdempotencyNonIdempotent)
+	// The same lease asking again before any result is an idempotent
+	// replay of the same call: authorized, and nothing written.
 	rr, err = b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, in)
 	if err != nil || !rr.Authorized {
 		t.Fatalf("second resume: %+v %v", rr, err)
@@ -166,6 +170,85 @@ func TestParkResolveResume(t *testing.T) {
 	mustEqual(t, "authorizations", authorized, 1)
 	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, InvocationAuthorized)
 	mustEqual(t, "revalidated version", b.approval(res.ApprovalID).RevalidatedPolicyVersion, a.PolicyVersion)
+
+	// Once the result is recorded the approval is spent: no lease hears
+	// "authorized" again.
+	if _, err := b.svc.RecordResult(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, "succeeded"); err != nil {
+		t.Fatalf("record result: %v", err)
+	}
+	rr, err = b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, in)
+	if err != nil || rr.Authorized || rr.Result != nil || rr.InvocationStatus != InvocationSucceeded {
+		t.Fatalf("resume after result: %+v %v", rr, err)
+	}
+	mustEqual(t, "authorizations", authorized, 1)
+}
+
+// One approval authorizes exactly one execution: a resume that re-presents
+// other arguments or another agent version, or comes from a reclaimed run's
+// new worker, is never authorized again, and a reclaimed run's replayed
+// proposal of an allowed action is refused.
+func TestResumeAuthorizesOneExecution(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	authorized := 0
+	b.svc.onAuthorize = func(string) { authorized++ }
+	c := b.started()
+	req := action("http.post", map[string]any{"url": "https://example.com/hook", "body": "pay 10"})
+	res := b.parked(c, req)
+	b.resolve(res.ApprovalID, engine.ResolutionApproveOnce)
+	c2 := b.claim(c.run.ID)
+	in := ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"}
+	if rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, in); err != nil || !rr.Authorized {
+		t.Fatalf("resume: %+v %v", rr, err)
+	}
+
+	for name, changed := range map[string]ResumeInput{
+		"arguments":     {Arguments: map[string]any{"url": "https://example.com/hook", "body": "pay 10000"}, AgentVersion: "1.0"},
+		"agent version": {Arguments: req.Arguments, AgentVersion: "2.0"},
+	} {
+		rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, changed)
+		if err != nil || rr.Authorized || rr.Result == nil || rr.Result.ReasonCode != engine.ReasonApprovalInvalidated {
+			t.Fatalf("resume with changed %s: %+v %v", name, rr, err)
+		}
+		mustEqual(t, "status after changed "+name, rr.InvocationStatus, InvocationAuthorized)
+	}
+	mustEqual(t, "invalidated events", b.countEvents(c.run.ID, EventApprovalInvalidated), 2)
+
+	// A reclaim while AUTHORIZED (the worker crashed mid-call): the new
+	// lease is told the status and class, not "authorized".
+	b.clock.Advance(61 * time.Second)
+	c3 := b.claim(c.run.ID)
+	rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c3.lease, in)
+	if err != nil || rr.Authorized || rr.Result != nil {
+		t.Fatalf("resume by a new lease: %+v %v", rr, err)
+	}
+	mustEqual(t, "status", rr.InvocationStatus, InvocationAuthorized)
+	mustEqual(t, "idempotency", rr.IdempotencyClass, engine.IdempotencyNonIdempotent)
+
+	// The new worker records the crash-recovery outcome; after SUCCEEDED a
+	// further reclaim is still not authorized.
+	if _, err := b.svc.RecordResult(b.ctx, b.owner, c.run.ID, res.InvocationID, c3.lease, "succeeded"); err != nil {
+		t.Fatalf("record result: %v", err)
+	}
+	b.clock.Advance(61 * time.Second)
+	c4 := b.claim(c.run.ID)
+	rr, err = b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c4.lease, in)
+	if err != nil || rr.Authorized || rr.InvocationStatus != InvocationSucceeded {
+		t.Fatalf("resume after succeeded by a new lease: %+v %v", rr, err)
+	}
+	mustEqual(t, "authorizations", authorized, 1)
+
+	// The same for an allowed proposal replayed by a reclaimed run.
+	write := action("workspace.write_text", map[string]any{"path": "a.txt", "text": "x"})
+	if got := b.propose(c4, write); got.Decision != engine.DecisionAllow {
+		t.Fatalf("propose: %+v", got)
+	}
+	mustEqual(t, "replay by the same lease", b.propose(c4, write).Decision, engine.DecisionAllow)
+	b.clock.Advance(61 * time.Second)
+	c5 := b.claim(c.run.ID)
+	_, err = b.svc.Propose(b.ctx, b.owner, c.run.ID, c5.lease, write)
+	wantErr(t, err, ErrConflict)
+	mustEqual(t, "authorizations", authorized, 2)
 }
 
 func TestDenyResolutionDeniesInvocation(t *testing.T) {

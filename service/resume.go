@@ -17,10 +17,19 @@ import (
 // the agent version (any change voids the approval: approval.invalidated)
 // and the policy version (re-evaluated; anything but allow is denied
 // policy.revalidation.escalated); past the run deadline the run fails
-// (deadline_exceeded). Outcomes:
-//   - authorized through authorize (the approval is consumed);
-//   - a second Resume of an authorized invocation returns the stored
-//     authorization, never a second one;
+// (deadline_exceeded). An approval authorizes exactly one execution.
+// Outcomes, each with the invocation's status and idempotency class:
+//   - authorized through authorize (the approval is consumed, the lease
+//     recorded);
+//   - a repeat by the lease that authorized it, while the invocation is
+//     still AUTHORIZED, with the same arguments, scopes and agent version:
+//     authorized again (an idempotent replay; nothing is written);
+//   - a repeat whose arguments, scopes or agent version changed: not
+//     authorized, denial result approval.invalidated and an
+//     approval.invalidated event; the invocation is left as it is;
+//   - a repeat by another lease (a reclaimed run) or after a result was
+//     recorded: not authorized and no denial result; the runtime applies
+//     crash recovery by invocation_status and idempotency_class;
 //   - denied with a denial result: approval.denied, approval.expired,
 //     approval.cancelled, approval.invalidated,
 //     policy.revalidation.escalated;
@@ -38,14 +47,13 @@ func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocat
 		if err != nil {
 			return err
 		}
-		res = ResumeResult{InvocationID: inv.ID, RunStatus: run.Status}
+		if inv.ApprovalID == "" {
+			return fmt.Errorf("invocation did not wait for approval: %w", ErrConflict)
+		}
+		res = ResumeResult{InvocationID: inv.ID, RunStatus: run.Status, InvocationStatus: inv.Status, IdempotencyClass: inv.Idempotency}
 		switch inv.Status {
 		case InvocationAuthorized, InvocationSucceeded, InvocationFailed, InvocationUncertain:
-			res.Authorized = inv.ApprovalID != ""
-			if !res.Authorized {
-				return fmt.Errorf("invocation did not wait for approval: %w", ErrConflict)
-			}
-			return nil
+			return s.resumeAgain(ctx, tx, run, inv, lease, in, now, &res)
 		case InvocationDenied, InvocationCancelled:
 			d := engine.Denial(inv.ToolName, inv.ReasonCode, nil)
 			res.Result = &d
@@ -61,7 +69,7 @@ func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocat
 		if a.Status != engine.ApprovalApproved {
 			return fmt.Errorf("approval is %s: %w", a.Status, ErrConflict)
 		}
-		return s.revalidate(ctx, tx, after, run, inv, a, in, now, &res)
+		return s.revalidate(ctx, tx, after, run, inv, a, lease, in, now, &res)
 	})
 	if err != nil {
 		return ResumeResult{}, fmt.Errorf("service: resume: %w", err)
@@ -69,20 +77,49 @@ func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocat
 	return res, nil
 }
 
+// resumeAgain answers a resume of an invocation that was already
+// authorized. The re-presented call must still be the approved one; only the
+// lease that authorized it, while nothing has been recorded yet, hears
+// "authorized" again.
+func (s *Service) resumeAgain(ctx context.Context, tx pgx.Tx, run Run, inv invocationRow, lease Lease, in ResumeInput, now time.Time, res *ResumeResult) error {
+	a, err := approvalRepo{tx}.get(ctx, run.TenantID, inv.ApprovalID)
+	if err != nil {
+		return err
+	}
+	current := s.currentPrincipal(run.TenantID, run.PrincipalID, run.PrincipalScopes)
+	_, hash := engine.NormalizeArguments(in.Arguments)
+	cause := engine.VoidCause(a.snapshot(inv), engine.ResumeSnapshot{
+		ArgumentsHash: hash, PrincipalScopes: current.Scopes, AgentVersion: in.AgentVersion,
+	})
+	if cause != "" {
+		d := engine.Denial(inv.ToolName, engine.ReasonApprovalInvalidated, nil)
+		res.Result = &d
+		return insertEvent(ctx, tx, run.TenantID, run.ID, EventApprovalInvalidated, now, map[string]any{
+			"approval_id": a.ID, "invocation_id": inv.ID, "cause": cause, "invocation_status": inv.Status,
+		})
+	}
+	res.Authorized = inv.authorizedTo(lease)
+	return nil
+}
+
+// snapshot is what the approval recorded at request time, for revalidation.
+func (a approvalRow) snapshot(inv invocationRow) engine.ApprovalSnapshot {
+	return engine.ApprovalSnapshot{
+		ArgumentsHash: a.NormalizedArgumentsHash, PrincipalScopes: a.RequestedScopes,
+		AgentVersion: a.AgentVersion, PolicyVersion: a.PolicyVersion,
+		Action: inv.Action, Decision: inv.Decision,
+	}
+}
+
 // revalidate is seed step 8 for an approved invocation.
-func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv invocationRow, a approvalRow, in ResumeInput, now time.Time, res *ResumeResult) error {
+func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv invocationRow, a approvalRow, lease Lease, in ResumeInput, now time.Time, res *ResumeResult) error {
 	current := s.currentPrincipal(run.TenantID, run.PrincipalID, run.PrincipalScopes)
 	rs, ok := s.ruleset(run.PolicyProfile)
 	if !ok {
 		return fmt.Errorf("run profile %q is not loaded: %w", run.PolicyProfile, ErrConflict)
 	}
 	_, hash := engine.NormalizeArguments(in.Arguments)
-	snap := engine.ApprovalSnapshot{
-		ArgumentsHash: a.NormalizedArgumentsHash, PrincipalScopes: a.RequestedScopes,
-		AgentVersion: a.AgentVersion, PolicyVersion: a.PolicyVersion,
-		Action: inv.Action, Decision: inv.Decision,
-	}
-	outcome := engine.Revalidate(snap, engine.ResumeSnapshot{
+	outcome := engine.Revalidate(a.snapshot(inv), engine.ResumeSnapshot{
 		ArgumentsHash: hash, PrincipalScopes: current.Scopes, AgentVersion: in.AgentVersion,
 		Principal: current, Run: run.snapshot(), Ruleset: rs, Now: now,
 	})
@@ -93,8 +130,9 @@ func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, after *afterCommit,
 		return err
 	}
 	if outcome.Authorized {
-		res.Authorized = true
-		return s.authorize(ctx, tx, inv, now)
+		row, err := s.authorize(ctx, tx, inv, lease, now)
+		res.Authorized, res.InvocationStatus = err == nil, row.Status
+		return err
 	}
 	reason := outcome.ReasonCode
 	if reason == "" {
@@ -103,6 +141,7 @@ func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, after *afterCommit,
 	if err := denyWaitingInvocation(ctx, tx, inv.ID, reason, now); err != nil {
 		return err
 	}
+	res.InvocationStatus = InvocationDenied
 	d := engine.Denial(inv.ToolName, reason, nil)
 	res.Result = &d
 	cause := outcome.Cause
