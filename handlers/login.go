@@ -64,8 +64,10 @@ func (cn *console) renderLogin(c echo.Context, status int, m templates.LoginPage
 	return cn.render(c, status, templates.Login(m))
 }
 
-// loginSubmit checks the password (argon2id in the directory) under a
-// per-account failure budget kept in PostgreSQL.
+// loginSubmit checks the password (argon2id in the directory) under
+// failure budgets per account and per client address kept in PostgreSQL.
+// The attempt is recorded before the password is checked, so parallel
+// guesses cannot all pass one budget check.
 func (cn *console) loginSubmit(c echo.Context) error {
 	var f loginForm
 	if err := c.Bind(&f); err != nil {
@@ -78,21 +80,21 @@ func (cn *console) loginSubmit(c echo.Context) error {
 		account = account[:maxAccountLen]
 	}
 	ctx := c.Request().Context()
-	now := cn.s.now()
-	throttled, err := cn.store.loginThrottled(ctx, account, now)
+	form := templates.LoginPage{UserID: f.ID, Next: f.Next}
+	verdict, err := cn.store.loginAttempt(ctx, account, c.RealIP(), cn.s.now())
 	if err != nil {
 		return err
 	}
-	form := templates.LoginPage{UserID: f.ID, Next: f.Next}
-	if throttled {
+	switch verdict {
+	case loginAccountThrottled:
 		form.Error = "Too many failed sign-ins for this account. Try again in 15 minutes."
+		return cn.renderLogin(c, http.StatusTooManyRequests, form, tok)
+	case loginAddressThrottled:
+		form.Error = "Too many failed sign-ins from your network. Try again in 15 minutes."
 		return cn.renderLogin(c, http.StatusTooManyRequests, form, tok)
 	}
 	p, ok := cn.s.cfg.Directory.Login(strings.TrimSpace(f.ID), f.Password)
 	if !ok {
-		if err := cn.store.loginFailed(ctx, account, now); err != nil {
-			return err
-		}
 		form.Error = "Wrong user or password."
 		return cn.renderLogin(c, http.StatusUnauthorized, form, tok)
 	}

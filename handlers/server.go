@@ -39,7 +39,23 @@ type Config struct {
 	// IPExtractor decides the client address; nil: the direct peer address,
 	// never a forwarded header.
 	IPExtractor echo.IPExtractor
+	// LoginThrottle bounds failed console sign-ins; zero: the default.
+	LoginThrottle LoginThrottle
 }
+
+// LoginThrottle bounds failed console sign-ins per account and per client
+// address within a sliding window; over either budget a sign-in is refused
+// (429) before any password is checked.
+type LoginThrottle struct {
+	PerAccount int
+	PerAddress int
+	Window     time.Duration
+}
+
+// DefaultLoginThrottle allows a human a few typos and a shared office
+// address several people's, while a guesser gets a handful of tries per
+// quarter hour.
+var DefaultLoginThrottle = LoginThrottle{PerAccount: 5, PerAddress: 30, Window: 15 * time.Minute}
 
 // RateLimit is a token bucket per principal.
 type RateLimit struct {
@@ -84,6 +100,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.RateLimit.PerSecond <= 0 || cfg.RateLimit.Burst < 1 {
 		return nil, errors.New("handlers: rate limit needs a positive rate and a burst of at least 1")
+	}
+	if cfg.LoginThrottle == (LoginThrottle{}) {
+		cfg.LoginThrottle = DefaultLoginThrottle
+	}
+	if cfg.LoginThrottle.PerAccount < 1 || cfg.LoginThrottle.PerAddress < 1 || cfg.LoginThrottle.Window <= 0 {
+		return nil, errors.New("handlers: login throttle needs positive budgets and window")
 	}
 	if cfg.IPExtractor == nil {
 		cfg.IPExtractor = echo.ExtractIPDirect()

@@ -70,7 +70,7 @@ func newConsole(s *Server) *console {
 		s:          s,
 		cookies:    cs,
 		cookieName: name,
-		store:      &sessionStore{pool: s.cfg.Pool},
+		store:      &sessionStore{pool: s.cfg.Pool, throttle: s.cfg.LoginThrottle},
 		origin:     http.NewCrossOriginProtection(),
 	}
 }

@@ -21,15 +21,8 @@ const (
 	sessionTouchEvery = time.Minute
 )
 
-// Login throttling: this many failures per account within the window
-// answer 429 until the oldest failure leaves the window.
-const (
-	loginMaxFailures = 5
-	loginWindow      = 15 * time.Minute
-)
-
 // All SQL of console_sessions and console_login_failures
-// (migrations/00100_console_sessions.sql).
+// (migrations/00100_console_sessions.sql, 00101_console_login_address.sql).
 const (
 	sessionInsert = `
 INSERT INTO console_sessions (id_hash, tenant_id, principal_id, csrf_token, created_at, last_seen)
@@ -51,11 +44,17 @@ DELETE FROM console_sessions WHERE tenant_id = $1 AND principal_id = $2`
 	sessionDeleteExpired = `
 DELETE FROM console_sessions WHERE created_at <= $1 OR last_seen <= $2`
 
-	loginFailureInsert = `
-INSERT INTO console_login_failures (account, failed_at) VALUES ($1, $2)`
+	// loginAttemptLock serializes the attempts on one key: namespace 1 is
+	// accounts, 2 client addresses (two-key advisory locks never overlap the
+	// one-key lock of the migrations).
+	loginAttemptLock = `SELECT pg_advisory_xact_lock($1::int4, hashtext($2))`
 
-	loginFailureCount = `
-SELECT count(*) FROM console_login_failures WHERE account = $1 AND failed_at > $2`
+	loginFailureCounts = `
+SELECT (SELECT count(*) FROM console_login_failures WHERE account = $1 AND failed_at > $3),
+       (SELECT count(*) FROM console_login_failures WHERE client_ip = $2 AND failed_at > $3)`
+
+	loginFailureInsert = `
+INSERT INTO console_login_failures (account, client_ip, failed_at) VALUES ($1, $2, $3)`
 
 	loginFailureClear = `DELETE FROM console_login_failures WHERE account = $1`
 
@@ -75,7 +74,8 @@ type sessionRow struct {
 
 // sessionStore keeps console sessions and login failures in PostgreSQL.
 type sessionStore struct {
-	pool *pgxpool.Pool
+	pool     *pgxpool.Pool
+	throttle LoginThrottle
 }
 
 // hashSessionID is the row key of a session id.
@@ -141,28 +141,63 @@ func (st *sessionStore) deletePrincipal(ctx context.Context, tenantID, principal
 	return nil
 }
 
-// loginThrottled reports whether an account has used up its failures.
-func (st *sessionStore) loginThrottled(ctx context.Context, account string, now time.Time) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, dbTimeout)
-	defer cancel()
-	var n int
-	if err := st.pool.QueryRow(ctx, loginFailureCount, account, now.Add(-loginWindow)).Scan(&n); err != nil {
-		return false, fmt.Errorf("login throttle: count: %w", err)
-	}
-	return n >= loginMaxFailures, nil
-}
+// loginVerdict says whether a sign-in attempt may check a password.
+type loginVerdict int
 
-// loginFailed records a failure and drops failures older than the window.
-func (st *sessionStore) loginFailed(ctx context.Context, account string, now time.Time) error {
+const (
+	loginAllowed loginVerdict = iota
+	loginAccountThrottled
+	loginAddressThrottled
+)
+
+// Lock namespaces of loginAttemptLock.
+const (
+	lockNSAccount int32 = 1
+	lockNSAddress int32 = 2
+)
+
+// loginAttempt decides whether account may try a password from addr, and
+// when it may, records the attempt as a failure before the password is
+// checked (loginSucceeded clears it). Counting and recording happen in one
+// transaction under advisory locks on the account and the address, taken
+// in that order by every caller: parallel guesses queue on the locks, each
+// sees the ones before it, and at most the budget get through.
+func (st *sessionStore) loginAttempt(ctx context.Context, account, addr string, now time.Time) (loginVerdict, error) {
 	ctx, cancel := context.WithTimeout(ctx, dbTimeout)
 	defer cancel()
-	if _, err := st.pool.Exec(ctx, loginFailurePrune, now.Add(-loginWindow)); err != nil {
-		return fmt.Errorf("login throttle: prune: %w", err)
+	verdict := loginAllowed
+	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, loginAttemptLock, lockNSAccount, account); err != nil {
+			return fmt.Errorf("lock account: %w", err)
+		}
+		if _, err := tx.Exec(ctx, loginAttemptLock, lockNSAddress, addr); err != nil {
+			return fmt.Errorf("lock address: %w", err)
+		}
+		since := now.Add(-st.throttle.Window)
+		var perAccount, perAddress int
+		if err := tx.QueryRow(ctx, loginFailureCounts, account, addr, since).Scan(&perAccount, &perAddress); err != nil {
+			return fmt.Errorf("count: %w", err)
+		}
+		switch {
+		case perAccount >= st.throttle.PerAccount:
+			verdict = loginAccountThrottled
+			return nil
+		case perAddress >= st.throttle.PerAddress:
+			verdict = loginAddressThrottled
+			return nil
+		}
+		if _, err := tx.Exec(ctx, loginFailurePrune, since); err != nil {
+			return fmt.Errorf("prune: %w", err)
+		}
+		if _, err := tx.Exec(ctx, loginFailureInsert, account, addr, now); err != nil {
+			return fmt.Errorf("record: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return loginAllowed, fmt.Errorf("login throttle: %w", err)
 	}
-	if _, err := st.pool.Exec(ctx, loginFailureInsert, account, now); err != nil {
-		return fmt.Errorf("login throttle: record: %w", err)
-	}
-	return nil
+	return verdict, nil
 }
 
 // loginSucceeded forgets an account's failures.

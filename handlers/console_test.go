@@ -1,0 +1,219 @@
+package handlers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gatehouse/auth"
+	"gatehouse/internal/testdb"
+	"gatehouse/rules"
+	"gatehouse/service"
+)
+
+// testPassword is every bundle principal's console password.
+const testPassword = "correct horse battery staple"
+
+// passwordHash is computed once per test binary: argon2id at 64 MiB is the
+// slow part of a setup.
+var passwordHash = sync.OnceValues(func() (string, error) { return auth.HashPassword(testPassword) })
+
+// testClock is the server's settable clock.
+type testClock struct{ ns atomic.Int64 }
+
+func (c *testClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *testClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// bundlePrincipals are the principals of every bundle: full acts as agent
+// and approver, reader only reads approvals.
+var bundlePrincipals = []struct {
+	name   string
+	scopes []string
+}{
+	{"full", []string{"approval.read", "approval.resolve", "run.read", "run.write", "demo.write"}},
+	{"reader", []string{"approval.read"}},
+}
+
+// bundle is the console and API of one test over the package's real
+// database. Its tenant, principal ids and client address are its own, so
+// parallel tests share no sessions and no login-throttle keys.
+type bundle struct {
+	t      *testing.T
+	s      *Server
+	svc    *service.Service
+	base   string // http://127.0.0.1:port
+	clock  *testClock
+	suffix string
+	ip     string // the client address the server sees unless X-Test-Peer says otherwise
+}
+
+// testPeerHeader lets a test pose as another client address.
+const testPeerHeader = "X-Test-Peer"
+
+// setup starts a bundle; adjust edits the server's Config before New.
+func setup(t *testing.T, adjust ...func(*Config)) *bundle {
+	t.Helper()
+	hash, err := passwordHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bundle{t: t, clock: &testClock{}, suffix: randHex(t, 4)}
+	b.clock.ns.Store(time.Now().UnixNano())
+	b.ip = "10.9." + fmt.Sprint(randByte(t)) + "." + fmt.Sprint(randByte(t))
+	tenant := "t-" + b.suffix
+	var yml strings.Builder
+	yml.WriteString("principals:\n")
+	for _, p := range bundlePrincipals {
+		fmt.Fprintf(&yml, "  - {id: %s, tenant_id: %s, scopes: [%s], password_argon2id: %q}\n",
+			b.id(p.name), tenant, strings.Join(p.scopes, ", "), hash)
+	}
+	dir, err := auth.Parse([]byte(yml.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := rules.Load(rules.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := testdb.New(t)
+	b.svc, err = service.New(context.Background(), service.Config{Pool: pool, Policy: set, Principals: dir, Now: b.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(nil)
+	b.base = "http://" + ts.Listener.Addr().String()
+	cfg := Config{
+		Service: b.svc, Directory: dir, Policy: set, Metrics: NewMetrics(), Pool: pool,
+		BaseURL: b.base, Now: b.clock.Now, SessionKeys: [][]byte{[]byte(randHex(t, 32))},
+		IPExtractor: func(r *http.Request) string {
+			if ip := r.Header.Get(testPeerHeader); ip != "" {
+				return ip
+			}
+			return b.ip
+		},
+	}
+	for _, f := range adjust {
+		f(&cfg)
+	}
+	if b.s, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	ts.Config.Handler = b.s.Handler()
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return b
+}
+
+func randHex(t testing.TB, n int) string {
+	t.Helper()
+	buf := make([]byte, n)
+	if _, err := rand.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(buf)
+}
+
+func randByte(t testing.TB) byte {
+	t.Helper()
+	var buf [1]byte
+	if _, err := rand.Read(buf[:]); err != nil {
+		t.Fatal(err)
+	}
+	return buf[0]
+}
+
+// id is a bundle principal's id.
+func (b *bundle) id(name string) string { return name + "-" + b.suffix }
+
+// browser is a cookie-keeping client that does not follow redirects, so
+// tests see each answer.
+func (b *bundle) browser() *http.Client {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// reply is a finished response.
+type reply struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// do sends one request; header holds name, value pairs.
+func (b *bundle) do(hc *http.Client, method, path, contentType string, body io.Reader, header ...string) reply {
+	b.t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), method, b.base+path, body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if strings.EqualFold(header[i], "Host") {
+			req.Host = header[i+1]
+			continue
+		}
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		b.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return reply{Status: resp.StatusCode, Header: resp.Header, Body: string(raw)}
+}
+
+func (b *bundle) get(hc *http.Client, path string, header ...string) reply {
+	b.t.Helper()
+	return b.do(hc, http.MethodGet, path, "", nil, header...)
+}
+
+// postForm posts a urlencoded form.
+func (b *bundle) postForm(hc *http.Client, path string, form url.Values, header ...string) reply {
+	b.t.Helper()
+	return b.do(hc, http.MethodPost, path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()), header...)
+}
+
+var csrfField = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+
+// formToken is the _csrf value of a page.
+func (b *bundle) formToken(page reply) string {
+	b.t.Helper()
+	m := csrfField.FindStringSubmatch(page.Body)
+	if m == nil {
+		b.t.Fatalf("no form token in the page (%d): %.300s", page.Status, page.Body)
+	}
+	return m[1]
+}
+
+// loginForm opens the sign-in form in hc and returns its token.
+func (b *bundle) loginToken(hc *http.Client) string {
+	b.t.Helper()
+	return b.formToken(b.get(hc, "/login"))
+}
+
+// login signs the bundle principal name in with password through the form.
+func (b *bundle) login(hc *http.Client, name, password string, header ...string) reply {
+	b.t.Helper()
+	return b.postForm(hc, "/login", url.Values{"_csrf": {b.loginToken(hc)}, "id": {b.id(name)}, "password": {password}}, header...)
+}
