@@ -38,11 +38,13 @@ RETURNING ` + approvalColumns
 const approvalGet = `SELECT ` + approvalColumns + ` FROM approvals WHERE id = $1 AND tenant_id = $2`
 
 // approvalResolveIfPending is the seed's guarded update: zero rows means
-// someone (a resolver, the reaper, a cancellation) got there first.
+// someone (a resolver, the reaper, a cancellation) got there first, or the
+// approval is due ($5, now, at or past expires_at) and only the reaper's
+// expiry may end it.
 const approvalResolveIfPending = `
 UPDATE approvals
    SET status = $3, resolution = $4, resolved_at = $5, resolved_by = $6, resolution_reason = $7
- WHERE id = $1 AND tenant_id = $2 AND status = 'pending'
+ WHERE id = $1 AND tenant_id = $2 AND status = 'pending' AND expires_at > $5
 RETURNING ` + approvalColumns
 
 // approvalClaimDue locks due pending approvals together with their runs,
@@ -163,11 +165,16 @@ func (r approvalRepo) get(ctx context.Context, tenantID, id string) (approvalRow
 	return a, nil
 }
 
+// resolveDue is resolve's answer for a pending approval past its expiry:
+// the caller expires it (ExpireDue's path) and reports a conflict.
+const resolveDue ResolveResult = "due"
+
 // resolve applies a resolution under the pending guard. Outcomes: applied
 // (this call changed the row); same (already resolved the same way, the
 // stored row with its original resolver and time); conflict (resolved
-// differently, expired or cancelled first, the stored row); ErrNotFound (no
-// such approval in the tenant).
+// differently, expired or cancelled first, the stored row); resolveDue
+// (still pending but past expires_at, the stored row); ErrNotFound (no such
+// approval in the tenant).
 func (r approvalRepo) resolve(ctx context.Context, tenantID, id, resolver string, res engine.ApprovalResolutionType, reason string, now time.Time) (ResolveResult, approvalRow, error) {
 	a, err := scanApproval(r.db.QueryRow(ctx, approvalResolveIfPending, id, tenantID,
 		string(res.Status()), string(res), now, resolver, reason))
@@ -181,7 +188,10 @@ func (r approvalRepo) resolve(ctx context.Context, tenantID, id, resolver string
 	if err != nil {
 		return "", approvalRow{}, err
 	}
-	if stored.Resolution == res {
+	switch {
+	case stored.Status == engine.ApprovalPending:
+		return resolveDue, stored, nil
+	case stored.Resolution == res:
 		return ResolveSame, stored, nil
 	}
 	return ResolveConflict, stored, nil

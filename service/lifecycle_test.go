@@ -251,6 +251,65 @@ func TestResumeAuthorizesOneExecution(t *testing.T) {
 	mustEqual(t, "authorizations", authorized, 2)
 }
 
+// An approval resolved after its expiry, before the reaper ran, is expired
+// on the spot as the reaper would expire it, and never authorizes.
+func TestResolveAfterExpiryExpires(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	authorized := 0
+	b.svc.onAuthorize = func(string) { authorized++ }
+	c := b.started()
+	res := b.parked(c, action("payments.charge", map[string]any{"customer": "c1", "amount_cents": 500, "currency": "EUR"}))
+	a := b.approval(res.ApprovalID)
+	mustEqual(t, "expiry (critical: 1h)", a.ExpiresAt.Sub(a.CreatedAt), time.Hour)
+	b.clock.Advance(3 * time.Hour)
+
+	for _, r := range []engine.ApprovalResolutionType{engine.ResolutionApproveOnce, engine.ResolutionApproveOnce, engine.ResolutionDeny} {
+		out := b.resolve(res.ApprovalID, r)
+		mustEqual(t, "result", out.Result, ResolveConflict)
+		mustEqual(t, "stored status", out.Approval.Status, engine.ApprovalExpired)
+		if out.Approval.ResolvedBy != "" {
+			t.Fatalf("expired approval names a resolver: %q", out.Approval.ResolvedBy)
+		}
+	}
+	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, InvocationDenied)
+	r := b.run(c.run.ID)
+	mustEqual(t, "run", r.Status, RunFailed)
+	mustEqual(t, "failure", r.FailureReason, engine.ReasonApprovalExpired)
+	mustEqual(t, "approval.resolved events", b.countEvents(c.run.ID, EventApprovalResolved), 1)
+	var resolution string
+	if err := b.pool.QueryRow(b.ctx, `SELECT payload->>'resolution' FROM events WHERE run_id = $1 AND type = $2`,
+		c.run.ID, EventApprovalResolved).Scan(&resolution); err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "resolution", resolution, "expired")
+	mustEqual(t, "authorizations", authorized, 0)
+}
+
+// Should an approval ever be approved at or past its expiry (a row written
+// around the service), resume still refuses it and fails the run.
+func TestResumeRefusesApprovalResolvedPastExpiry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.started()
+	req := action("payments.charge", map[string]any{"customer": "c1", "amount_cents": 500, "currency": "EUR"})
+	res := b.parked(c, req)
+	if _, err := b.pool.Exec(b.ctx, `UPDATE approvals SET status = 'approved', resolution = 'approve_once',
+	        resolved_by = 'human', resolved_at = expires_at + interval '1 minute' WHERE id = $1`, res.ApprovalID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(b.ctx, `UPDATE runs SET status = 'QUEUED' WHERE id = $1`, c.run.ID); err != nil {
+		t.Fatal(err)
+	}
+	c2 := b.claim(c.run.ID)
+	rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"})
+	if err != nil || rr.Authorized || rr.Result == nil || rr.Result.ReasonCode != engine.ReasonApprovalExpired {
+		t.Fatalf("resume: %+v %v", rr, err)
+	}
+	mustEqual(t, "run", rr.RunStatus, RunFailed)
+	mustEqual(t, "invocation", rr.InvocationStatus, InvocationDenied)
+}
+
 func TestDenyResolutionDeniesInvocation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -27,25 +27,18 @@ func (s *Service) ExpireDue(ctx context.Context, limit int) (int, error) {
 	var n int
 	err := s.withTx(ctx, func(tx pgx.Tx, after *afterCommit) error {
 		n = 0
-		repo := approvalRepo{tx}
-		ids, err := repo.claimDue(ctx, now, limit)
+		ids, err := approvalRepo{tx}.claimDue(ctx, now, limit)
 		if err != nil {
 			return err
 		}
 		for _, id := range ids {
-			a, ok, err := repo.expire(ctx, id, now)
+			_, ok, err := s.expireOne(ctx, tx, after, id, now)
 			if err != nil {
 				return err
 			}
-			if !ok {
-				continue
+			if ok {
+				n++
 			}
-			if err := s.expired(ctx, tx, a, now); err != nil {
-				return err
-			}
-			n++
-			risk := a.Risk
-			after.add(func() { s.metrics.ApprovalExpired(risk) })
 		}
 		return nil
 	})
@@ -53,6 +46,22 @@ func (s *Service) ExpireDue(ctx context.Context, limit int) (int, error) {
 		return 0, fmt.Errorf("service: expire due approvals: %w", err)
 	}
 	return n, nil
+}
+
+// expireOne expires one due approval under the pending guard and applies
+// the expiry to its invocation and run; ok=false when it was no longer
+// pending or not yet due. The reaper and a too-late resolution share it.
+func (s *Service) expireOne(ctx context.Context, tx pgx.Tx, after *afterCommit, id string, now time.Time) (approvalRow, bool, error) {
+	a, ok, err := approvalRepo{tx}.expire(ctx, id, now)
+	if err != nil || !ok {
+		return a, ok, err
+	}
+	if err := s.expired(ctx, tx, a, now); err != nil {
+		return a, false, err
+	}
+	risk := a.Risk
+	after.add(func() { s.metrics.ApprovalExpired(risk) })
+	return a, true, nil
 }
 
 // expired applies an expiry to the approval's invocation and run.

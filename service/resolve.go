@@ -21,7 +21,10 @@ const maxReasonLength = 2000
 //   - ResolveSame: already resolved the same way; the stored approval with
 //     its original resolver and time, and no second event;
 //   - ResolveConflict: resolved differently, expired or cancelled first; the
-//     stored approval;
+//     stored approval. An approval still pending at or past expires_at is
+//     expired in this transaction, exactly as the reaper would (invocation
+//     DENIED, approval.resolved "expired", run failed approval.expired),
+//     and the conflict carries the expired approval: never authorized;
 //   - ErrNotFound: no such approval in the tenant (never ErrForbidden);
 //   - ErrForbidden: the profile requires a distinct resolver and p started
 //     the run;
@@ -56,6 +59,18 @@ func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id st
 		result, a, err := repo.resolve(ctx, p.TenantID, id, p.ID, resolution, reason, now)
 		if err != nil {
 			return err
+		}
+		if result == resolveDue {
+			// Past expires_at a human's answer comes too late, even when the
+			// reaper has not run yet: expire it here as the reaper would.
+			expired, ok, err := s.expireOne(ctx, tx, after, a.ID, now)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("approval %s left pending past expiry: %w", a.ID, ErrConflict)
+			}
+			result, a = ResolveConflict, expired
 		}
 		out = ResolveOutcome{Result: result, Approval: a.Approval}
 		if result != ResolveApplied {

@@ -69,6 +69,13 @@ func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocat
 		if a.Status != engine.ApprovalApproved {
 			return fmt.Errorf("approval is %s: %w", a.Status, ErrConflict)
 		}
+		if a.ResolvedAt == nil || !a.ResolvedAt.Before(a.ExpiresAt) {
+			// Resolve refuses a due approval; should one ever be approved
+			// at or past its expiry anyway, it still never authorizes.
+			return s.refuse(ctx, tx, after, run, inv, a, engine.RevalidationOutcome{
+				Cause: causeApprovedAfterExpiry, ReasonCode: engine.ReasonApprovalExpired,
+			}, now, &res)
+		}
 		return s.revalidate(ctx, tx, after, run, inv, a, lease, in, now, &res)
 	})
 	if err != nil {
@@ -134,6 +141,18 @@ func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, after *afterCommit,
 		res.Authorized, res.InvocationStatus = err == nil, row.Status
 		return err
 	}
+	return s.refuse(ctx, tx, after, run, inv, a, outcome, now, res)
+}
+
+// causeApprovedAfterExpiry is the refusal cause of an approval resolved at
+// or past its expires_at.
+const causeApprovedAfterExpiry = "approved_after_expiry"
+
+// refuse denies an approved invocation at resume: the invocation DENIED,
+// approval.invalidated when the approval was voided, action.denied, and the
+// run failed when the refusal ends it (deadline_exceeded, or approval.expired
+// for an approval resolved too late).
+func (s *Service) refuse(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv invocationRow, a approvalRow, outcome engine.RevalidationOutcome, now time.Time, res *ResumeResult) error {
 	reason := outcome.ReasonCode
 	if reason == "" {
 		reason = engine.ReasonRevalidationEscalated
@@ -158,8 +177,15 @@ func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, after *afterCommit,
 	}); err != nil {
 		return err
 	}
-	if cause == engine.VoidDeadlineExceeded {
-		failed, _, err := failRun(ctx, tx, run.ID, []string{RunRunning}, failureDeadlineExceeded, now)
+	failure := ""
+	switch cause {
+	case engine.VoidDeadlineExceeded:
+		failure = failureDeadlineExceeded
+	case causeApprovedAfterExpiry:
+		failure = engine.ReasonApprovalExpired
+	}
+	if failure != "" {
+		failed, _, err := failRun(ctx, tx, run.ID, []string{RunRunning}, failure, now)
 		if err != nil {
 			return err
 		}
