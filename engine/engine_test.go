@@ -2,9 +2,11 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"math"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -79,7 +81,7 @@ func testRuleset(t testing.TB) *LoadedRuleset {
 }
 
 func action(side SideEffectClass, args map[string]any) ProposedAction {
-	_, hash := NormalizeArguments(args)
+	_, hash, _ := NormalizeArguments(args)
 	return ProposedAction{
 		Kind: ActionToolCall, Name: "t", SideEffect: side, Risk: RiskLow, Idempotency: IdempotencyReadOnly,
 		Arguments: args, NormalizedArgumentsHash: hash, OriginTrust: TrustUser,
@@ -338,27 +340,102 @@ func TestApprovalExpiry(t *testing.T) {
 	}
 }
 
+func normalized(t *testing.T, args map[string]any) ([]byte, string) {
+	t.Helper()
+	b, h, err := NormalizeArguments(args)
+	if err != nil {
+		t.Fatalf("normalize: %v", err)
+	}
+	return b, h
+}
+
 func TestNormalizeArguments(t *testing.T) {
 	t.Parallel()
-	a, ha := NormalizeArguments(map[string]any{"b": json.Number("1.0"), "a": []any{float64(2), int64(3), json.Number("1e2")}, "s": "é\"\n<"})
+	a, ha := normalized(t, map[string]any{"b": json.Number("1.0"), "a": []any{float64(2), int64(3), json.Number("1e2")}, "s": "é\"\n<"})
 	want := `{"a":[2,3,100],"b":1,"s":"é\"\n<"}`
 	if string(a) != want {
 		t.Fatalf("got %s want %s", a, want)
 	}
-	b, hb := NormalizeArguments(map[string]any{"s": "é\"\n<", "a": []any{json.Number("2"), 3, 100.0}, "b": 1})
+	b, hb := normalized(t, map[string]any{"s": "é\"\n<", "a": []any{json.Number("2"), 3, 100.0}, "b": 1})
 	if string(a) != string(b) || ha != hb || len(ha) != 64 {
 		t.Fatal("equal values normalize differently")
 	}
-	big, _ := NormalizeArguments(map[string]any{"id": json.Number("123456789012345678901234567890")})
+	big, _ := normalized(t, map[string]any{"id": json.Number("123456789012345678901234567890")})
 	if string(big) != `{"id":123456789012345678901234567890}` {
 		t.Fatalf("big integer lost precision: %s", big)
 	}
-	odd, _ := NormalizeArguments(map[string]any{"ch": make(chan int), "f": func() {}, "typed": []string{"x"}, "st": struct{ A int }{1}, "nan": json.Number("NaN")})
-	if string(odd) != `{"ch":null,"f":null,"nan":"NaN","st":{"A":1},"typed":["x"]}` {
-		t.Fatalf("unsupported values: %s", odd)
+	typed, _ := normalized(t, map[string]any{"typed": []string{"x"}, "st": struct{ A int }{1}})
+	if string(typed) != `{"st":{"A":1},"typed":["x"]}` {
+		t.Fatalf("typed values: %s", typed)
 	}
-	if e, _ := NormalizeArguments(nil); string(e) != "{}" {
+	if e, _ := normalized(t, nil); string(e) != "{}" {
 		t.Fatal(string(e))
+	}
+	// Values JSON cannot carry are refused, never collapsed into a form
+	// another value shares (null, or the string "NaN").
+	for name, v := range map[string]any{
+		"chan": make(chan int), "func": func() {}, "nan number": json.Number("NaN"),
+		"nan float": math.NaN(), "infinity": math.Inf(1),
+	} {
+		b, h, err := NormalizeArguments(map[string]any{"v": v})
+		if !errors.Is(err, ErrUnrepresentableArguments) || b != nil || h != "" {
+			t.Errorf("%s: %s %q %v, want ErrUnrepresentableArguments", name, b, h, err)
+		}
+	}
+}
+
+// nest wraps leaf in depth single-key maps.
+func nest(depth int, leaf any) map[string]any {
+	m := map[string]any{"k": leaf}
+	for range depth - 1 {
+		m = map[string]any{"k": m}
+	}
+	return m
+}
+
+// Two argument sets that differ only 70 levels down must never share a
+// hash: normalization refuses them, the view marks the cut, and the gate
+// denies them unclassifiable.
+func TestDeepArgumentsAreRefusedNotCollapsed(t *testing.T) {
+	t.Parallel()
+	a, b := nest(70, "rm -rf /"), nest(70, "harmless")
+	for _, args := range []map[string]any{a, b} {
+		if _, h, err := NormalizeArguments(args); !errors.Is(err, ErrUnrepresentableArguments) || h != "" {
+			t.Fatalf("70 deep: hash %q err %v", h, err)
+		}
+	}
+	if _, _, err := NormalizeArguments(nest(MaxArgumentDepth, "x")); err != nil {
+		t.Fatalf("%d deep is allowed: %v", MaxArgumentDepth, err)
+	}
+	view, _ := RedactedView(a)
+	leaf := any(view)
+	for {
+		m, ok := leaf.(map[string]any)
+		if !ok {
+			break
+		}
+		leaf = m["k"]
+	}
+	if leaf != Unrepresentable {
+		t.Fatalf("view leaf = %v, want %q", leaf, Unrepresentable)
+	}
+
+	rs := testRuleset(t)
+	cat, err := NewCatalog([]ToolSpec{{Name: "workspace.write_text", Version: "1.0.0", Kind: ActionToolCall,
+		SideEffect: SideEffectWorkspaceWrite, Risk: RiskMedium, Idempotency: IdempotencyIdempotent,
+		RequiredScopes: []string{"workspace.write"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range []map[string]any{a, b} {
+		req := ActionRequest{
+			ActionID: "00000000-0000-4000-8000-000000000001", Kind: ActionToolCall, Name: "workspace.write_text",
+			Summary: "deep", Arguments: args, OriginTrust: TrustUser,
+		}
+		out := Gate(req, cat, RunSnapshot{PrincipalScopes: []string{"workspace.write"}}, Principal{}, rs, time.Time{})
+		if out.Decision.Decision != DecisionDeny || out.Decision.ReasonCode != ReasonUnclassifiable {
+			t.Fatalf("gate on 70-deep arguments: %+v", out.Decision)
+		}
 	}
 }
 
@@ -433,12 +510,18 @@ func FuzzNormalize(f *testing.F) {
 		if !ok {
 			return
 		}
-		first, h1 := NormalizeArguments(args)
+		first, h1, err := NormalizeArguments(args)
+		if err != nil {
+			return // refused: nothing to be stable
+		}
 		again, ok := decodeArgs(first)
 		if !ok {
 			t.Fatalf("normalized output is not JSON: %s", first)
 		}
-		second, h2 := NormalizeArguments(again)
+		second, h2, err := NormalizeArguments(again)
+		if err != nil {
+			t.Fatalf("normalized output refused: %v", err)
+		}
 		if string(first) != string(second) || h1 != h2 {
 			t.Fatalf("not stable:\n%s\n%s", first, second)
 		}

@@ -38,11 +38,17 @@ func Gate(req ActionRequest, cat *Catalog, run RunSnapshot, p Principal, rs *Loa
 	if req.Target != nil {
 		action.Target = *req.Target
 	}
-	normalized, hash := NormalizeArguments(action.Arguments)
+	normalized, hash, normErr := NormalizeArguments(action.Arguments)
 	action.NormalizedArgumentsHash = hash
 	out := GateOutcome{NormalizedArguments: normalized}
 
-	if msg := validateRequest(&req); msg != "" {
+	msg := validateRequest(&req)
+	if msg == "" && normErr != nil {
+		// Arguments the hash cannot bind exactly could be swapped after
+		// approval: refuse them rather than approve a lossy digest.
+		msg = explainUnrepresentable
+	}
+	if msg != "" {
 		out.Action = action
 		out.Decision = unclassifiable(&action, version, msg)
 		return out
@@ -81,11 +87,20 @@ func Gate(req ActionRequest, cat *Catalog, run RunSnapshot, p Principal, rs *Loa
 
 	out.Decision = EvaluateDeterministic(action, p, run, rs)
 	if out.Decision.Decision == DecisionAllowWithModifications {
+		effective, effectiveHash, err := NormalizeArguments(out.Decision.ModifiedArguments)
+		if err != nil {
+			out.Decision = unclassifiable(&action, version, explainUnrepresentable)
+			return out
+		}
 		out.EffectiveArguments = out.Decision.ModifiedArguments
-		out.EffectiveNormalized, out.EffectiveArgumentsHash = NormalizeArguments(out.EffectiveArguments)
+		out.EffectiveNormalized, out.EffectiveArgumentsHash = effective, effectiveHash
 	}
 	return out
 }
+
+// explainUnrepresentable is the explanation for arguments NormalizeArguments
+// refuses.
+const explainUnrepresentable = "request failed validation: arguments nest deeper than 64 levels or hold a value JSON cannot carry"
 
 // validateRequest checks what the agent sent, strictly: a request the gate
 // cannot read exactly is unclassifiable, never guessed at.

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -16,34 +18,57 @@ import (
 // object keys sorted, no insignificant whitespace, numbers in one form
 // whatever Go type carried them (json.Number, float64, int, ...), strings
 // escaped minimally with invalid UTF-8 replaced. The approval is bound to
-// this hash, so the same arguments must always produce the same bytes.
-// Values outside JSON's model never panic: they are encoded through
-// encoding/json when it can, and as null when it cannot.
-func NormalizeArguments(args map[string]any) ([]byte, string) {
+// this hash, so the same arguments must always produce the same bytes, and
+// different arguments must never share them: normalization drops nothing.
+// Arguments it cannot represent exactly — nested deeper than
+// MaxArgumentDepth, or holding a value JSON cannot carry (a channel, a
+// function, NaN, an invalid number literal) — are an error
+// (ErrUnrepresentableArguments) with no bytes and no hash; the gate denies
+// them policy.unclassifiable_action. It never panics.
+func NormalizeArguments(args map[string]any) ([]byte, string, error) {
 	buf := make([]byte, 0, 128)
 	if args == nil {
 		buf = append(buf, "{}"...)
 	} else {
-		buf = appendCanonical(buf, args, 0)
+		var err error
+		if buf, err = appendCanonical(buf, args, 0); err != nil {
+			return nil, "", err
+		}
 	}
 	sum := sha256.Sum256(buf)
-	return buf, hex.EncodeToString(sum[:])
+	return buf, hex.EncodeToString(sum[:]), nil
 }
 
-// maxDepth bounds recursion on hostile, deeply nested (or cyclic) values.
-const maxDepth = 64
+// MaxArgumentDepth is how deeply arguments may nest (the top-level object is
+// depth 0). It bounds recursion on hostile (or cyclic) values; anything
+// deeper is refused, never cut off.
+const MaxArgumentDepth = 64
 
-func appendCanonical(buf []byte, v any, depth int) []byte {
+// maxDepth is MaxArgumentDepth for the walkers in this package.
+const maxDepth = MaxArgumentDepth
+
+// ErrUnrepresentableArguments is NormalizeArguments' error for arguments it
+// cannot encode exactly.
+var ErrUnrepresentableArguments = errors.New("engine: arguments cannot be represented exactly")
+
+var (
+	errTooDeep        = fmt.Errorf("%w: nested deeper than %d levels", ErrUnrepresentableArguments, MaxArgumentDepth)
+	errNotJSON        = fmt.Errorf("%w: a value JSON cannot carry", ErrUnrepresentableArguments)
+	errInvalidNumber  = fmt.Errorf("%w: not a JSON number", ErrUnrepresentableArguments)
+	errNonFiniteFloat = fmt.Errorf("%w: NaN or infinity", ErrUnrepresentableArguments)
+)
+
+func appendCanonical(buf []byte, v any, depth int) ([]byte, error) {
 	if depth > maxDepth {
-		return append(buf, "null"...)
+		return nil, errTooDeep
 	}
 	switch x := v.(type) {
 	case nil:
-		return append(buf, "null"...)
+		return append(buf, "null"...), nil
 	case bool:
-		return strconv.AppendBool(buf, x)
+		return strconv.AppendBool(buf, x), nil
 	case string:
-		return appendString(buf, x)
+		return appendString(buf, x), nil
 	case json.Number:
 		return appendNumber(buf, string(x))
 	case float64:
@@ -51,25 +76,25 @@ func appendCanonical(buf []byte, v any, depth int) []byte {
 	case float32:
 		return appendFloat(buf, float64(x))
 	case int:
-		return strconv.AppendInt(buf, int64(x), 10)
+		return strconv.AppendInt(buf, int64(x), 10), nil
 	case int8:
-		return strconv.AppendInt(buf, int64(x), 10)
+		return strconv.AppendInt(buf, int64(x), 10), nil
 	case int16:
-		return strconv.AppendInt(buf, int64(x), 10)
+		return strconv.AppendInt(buf, int64(x), 10), nil
 	case int32:
-		return strconv.AppendInt(buf, int64(x), 10)
+		return strconv.AppendInt(buf, int64(x), 10), nil
 	case int64:
-		return strconv.AppendInt(buf, x, 10)
+		return strconv.AppendInt(buf, x, 10), nil
 	case uint:
-		return strconv.AppendUint(buf, uint64(x), 10)
+		return strconv.AppendUint(buf, uint64(x), 10), nil
 	case uint8:
-		return strconv.AppendUint(buf, uint64(x), 10)
+		return strconv.AppendUint(buf, uint64(x), 10), nil
 	case uint16:
-		return strconv.AppendUint(buf, uint64(x), 10)
+		return strconv.AppendUint(buf, uint64(x), 10), nil
 	case uint32:
-		return strconv.AppendUint(buf, uint64(x), 10)
+		return strconv.AppendUint(buf, uint64(x), 10), nil
 	case uint64:
-		return strconv.AppendUint(buf, x, 10)
+		return strconv.AppendUint(buf, x, 10), nil
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -77,28 +102,34 @@ func appendCanonical(buf []byte, v any, depth int) []byte {
 		}
 		slices.Sort(keys)
 		buf = append(buf, '{')
+		var err error
 		for i, k := range keys {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
 			buf = appendString(buf, k)
 			buf = append(buf, ':')
-			buf = appendCanonical(buf, x[k], depth+1)
+			if buf, err = appendCanonical(buf, x[k], depth+1); err != nil {
+				return nil, err
+			}
 		}
-		return append(buf, '}')
+		return append(buf, '}'), nil
 	case []any:
 		buf = append(buf, '[')
+		var err error
 		for i, e := range x {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = appendCanonical(buf, e, depth+1)
+			if buf, err = appendCanonical(buf, e, depth+1); err != nil {
+				return nil, err
+			}
 		}
-		return append(buf, ']')
+		return append(buf, ']'), nil
 	}
 	g, ok := toGeneric(v)
 	if !ok {
-		return append(buf, "null"...)
+		return nil, errNotJSON
 	}
 	return appendCanonical(buf, g, depth+1)
 }
@@ -126,21 +157,21 @@ func toGeneric(v any) (any, bool) {
 // their digits (large ids must not lose precision through float64); other
 // literals are parsed and printed the way encoding/json prints a float64, so
 // 1.0, 1e0 and 1 all become 1. A literal that is not a JSON number is kept
-// as a string rather than emitted as invalid JSON.
-func appendNumber(buf []byte, s string) []byte {
+// is refused: kept as a string it would hash like that string.
+func appendNumber(buf []byte, s string) ([]byte, error) {
 	if !validNumber(s) {
-		return appendString(buf, s)
+		return nil, errInvalidNumber
 	}
 	if isIntegerLiteral(s) {
 		if s == "-0" {
-			return append(buf, '0')
+			return append(buf, '0'), nil
 		}
-		return append(buf, s...)
+		return append(buf, s...), nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(f, 0) {
 		// Out of float64 range: the literal itself is the only faithful form.
-		return append(buf, s...)
+		return append(buf, s...), nil
 	}
 	return appendFloat(buf, f)
 }
@@ -200,13 +231,13 @@ func validNumber(s string) bool {
 }
 
 // appendFloat prints f as encoding/json does (ES6 number formatting).
-// NaN and infinities have no JSON form and become null.
-func appendFloat(buf []byte, f float64) []byte {
+// NaN and infinities have no JSON form and are refused.
+func appendFloat(buf []byte, f float64) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return append(buf, "null"...)
+		return nil, errNonFiniteFloat
 	}
 	if f == 0 {
-		return append(buf, '0') // -0 and 0 are one value
+		return append(buf, '0'), nil // -0 and 0 are one value
 	}
 	abs := math.Abs(f)
 	format := byte('f')
@@ -223,7 +254,7 @@ func appendFloat(buf []byte, f float64) []byte {
 			buf = buf[:len(buf)-1]
 		}
 	}
-	return buf
+	return buf, nil
 }
 
 const hexDigits = "0123456789abcdef"

@@ -15,6 +15,10 @@ const (
 	TruncatedMarker = "…[truncated]"
 	// MaxViewChars is how many characters of a string the view keeps.
 	MaxViewChars = 512
+	// Unrepresentable stands in the view for a value nested deeper than
+	// MaxArgumentDepth or one JSON cannot carry: shown, never silently
+	// dropped (the gate refuses such arguments before any approval).
+	Unrepresentable = "[UNREPRESENTABLE]"
 )
 
 // RedactedView is what a human sees of an action's arguments: values under a
@@ -103,7 +107,7 @@ func redactString(s string) (shown string, truncated bool) {
 
 func redactValue(v any, depth int) any {
 	if depth > maxDepth {
-		return nil
+		return Unrepresentable
 	}
 	switch x := v.(type) {
 	case nil, bool, float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
@@ -135,7 +139,7 @@ func redactValue(v any, depth int) any {
 	}
 	g, ok := toGeneric(v)
 	if !ok {
-		return nil
+		return Unrepresentable
 	}
 	return redactValue(g, depth+1)
 }

@@ -175,11 +175,11 @@ func TestAllowWithModifications(t *testing.T) {
 	if b1, b2 := mustJSON(t, out.EffectiveArguments), mustJSON(t, want); b1 != b2 {
 		t.Fatalf("effective arguments %s, want %s", b1, b2)
 	}
-	norm, hash := engine.NormalizeArguments(want)
-	if string(out.EffectiveNormalized) != string(norm) || out.EffectiveArgumentsHash != hash {
+	norm, hash, err := engine.NormalizeArguments(want)
+	if err != nil || string(out.EffectiveNormalized) != string(norm) || out.EffectiveArgumentsHash != hash {
 		t.Fatalf("effective normalization %s %s", out.EffectiveNormalized, out.EffectiveArgumentsHash)
 	}
-	if _, proposed := engine.NormalizeArguments(req.Arguments); out.Action.NormalizedArgumentsHash != proposed {
+	if _, proposed, _ := engine.NormalizeArguments(req.Arguments); out.Action.NormalizedArgumentsHash != proposed {
 		t.Fatal("the action must keep the proposed hash")
 	}
 	if _, ok := req.Arguments["safe_search"]; ok {

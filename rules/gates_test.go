@@ -239,7 +239,7 @@ func TestGate05Hardline(t *testing.T) {
 }
 
 func exampleAction(ex engine.HardlineExample) engine.ProposedAction {
-	_, hash := engine.NormalizeArguments(ex.Arguments)
+	_, hash, _ := engine.NormalizeArguments(ex.Arguments)
 	return engine.ProposedAction{
 		Kind: engine.ActionToolCall, Name: "example", SideEffect: ex.SideEffect, Risk: engine.RiskHigh,
 		Idempotency: engine.IdempotencyNonIdempotent, Arguments: ex.Arguments, NormalizedArgumentsHash: hash,

@@ -111,8 +111,7 @@ func (s *Service) storedProposal(ctx context.Context, tx pgx.Tx, run Run, lease 
 	if !found {
 		return ProposeResult{}, ErrNotFound
 	}
-	_, hash := engine.NormalizeArguments(req.Arguments)
-	if hash != inv.NormalizedArgumentsHash || req.Name != inv.ToolName {
+	if argumentsHash(req.Arguments) != inv.NormalizedArgumentsHash || req.Name != inv.ToolName {
 		return ProposeResult{}, fmt.Errorf("action_id reused with different arguments: %w", ErrConflict)
 	}
 	if allowed := inv.Decision.Decision == engine.DecisionAllow || inv.Decision.Decision == engine.DecisionAllowWithModifications; allowed && !inv.authorizedTo(lease) {
@@ -134,6 +133,18 @@ func (s *Service) storedProposal(ctx context.Context, tx pgx.Tx, run Run, lease 
 	return res, nil
 }
 
+// argumentsHash is the normalized arguments hash, or "" for arguments that
+// cannot be represented exactly. The gate denies those unclassifiable and
+// records them with an empty hash, so a retry matches its stored denial,
+// while an approval (always of representable bytes) never matches them.
+func argumentsHash(args map[string]any) string {
+	_, hash, err := engine.NormalizeArguments(args)
+	if err != nil {
+		return ""
+	}
+	return hash
+}
+
 // missingFrom recomputes which scopes a scope denial named.
 func missingFrom(a engine.ProposedAction, run Run) []string {
 	return engine.MissingScopes(a.RequiredScopes, run.PrincipalScopes)
@@ -152,7 +163,11 @@ func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, ru
 		out = unclassifiable(req)
 	}
 	if out.Action.NormalizedArgumentsHash == "" {
-		out.NormalizedArguments, out.Action.NormalizedArgumentsHash = engine.NormalizeArguments(req.Arguments)
+		// Best effort for the record: unrepresentable arguments stay
+		// without bytes or hash, and the decision is a denial anyway.
+		if norm, hash, err := engine.NormalizeArguments(req.Arguments); err == nil {
+			out.NormalizedArguments, out.Action.NormalizedArgumentsHash = norm, hash
+		}
 	}
 	inv := newInvocation{id: newID(), runID: run.ID, tenantID: run.TenantID, req: req, out: out, now: now}
 	res := ProposeResult{Decision: out.Decision.Decision, InvocationID: inv.id, RunStatus: run.Status}

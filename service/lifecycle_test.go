@@ -502,3 +502,22 @@ func TestOverview(t *testing.T) {
 	mustEqual(t, "p50", o.LatencyP50, 10*time.Second)
 	mustEqual(t, "approvals this hour", o.ApprovalsByHour[23], 1)
 }
+
+// Arguments too deep to normalize exactly are denied unclassifiable (never
+// hashed to a digest another argument set shares), and a retry of the same
+// action answers from the record.
+func TestProposeDeepArgumentsUnclassifiable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.started()
+	deep := map[string]any{"leaf": "x"}
+	for range 70 {
+		deep = map[string]any{"k": deep}
+	}
+	req := action("workspace.write_text", map[string]any{"path": "a.txt", "text": deep})
+	res := b.propose(c, req)
+	if res.Decision != engine.DecisionDeny || res.Result == nil || res.Result.ReasonCode != engine.ReasonUnclassifiable {
+		t.Fatalf("deep arguments: %+v", res)
+	}
+	mustEqual(t, "retry", b.propose(c, req).InvocationID, res.InvocationID)
+}

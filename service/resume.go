@@ -94,7 +94,7 @@ func (s *Service) resumeAgain(ctx context.Context, tx pgx.Tx, run Run, inv invoc
 		return err
 	}
 	current := s.currentPrincipal(run.TenantID, run.PrincipalID, run.PrincipalScopes)
-	_, hash := engine.NormalizeArguments(in.Arguments)
+	hash := argumentsHash(in.Arguments)
 	cause := engine.VoidCause(a.snapshot(inv), engine.ResumeSnapshot{
 		ArgumentsHash: hash, PrincipalScopes: current.Scopes, AgentVersion: in.AgentVersion,
 	})
@@ -125,7 +125,7 @@ func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, after *afterCommit,
 	if !ok {
 		return fmt.Errorf("run profile %q is not loaded: %w", run.PolicyProfile, ErrConflict)
 	}
-	_, hash := engine.NormalizeArguments(in.Arguments)
+	hash := argumentsHash(in.Arguments)
 	outcome := engine.Revalidate(a.snapshot(inv), engine.ResumeSnapshot{
 		ArgumentsHash: hash, PrincipalScopes: current.Scopes, AgentVersion: in.AgentVersion,
 		Principal: current, Run: run.snapshot(), Ruleset: rs, Now: now,
