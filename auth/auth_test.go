@@ -1,10 +1,15 @@
 package auth
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestHashPasswordVerifies(t *testing.T) {
@@ -87,12 +92,12 @@ func TestLoadAuthenticates(t *testing.T) {
 	if _, ok := d.Principal("acme", "alice"); !ok {
 		t.Fatal("alice not found in her tenant")
 	}
-	if _, ok := d.Login("alice", "s3cret"); !ok {
-		t.Fatal("right password refused")
+	if _, ok, err := d.Login(context.Background(), "alice", "s3cret"); !ok || err != nil {
+		t.Fatalf("right password refused: %v", err)
 	}
 	for _, c := range [][2]string{{"alice", "wrong"}, {"carol", "s3cret"}, {"nobody", "s3cret"}} {
-		if _, ok := d.Login(c[0], c[1]); ok {
-			t.Fatalf("Login(%q) succeeded", c[0])
+		if _, ok, err := d.Login(context.Background(), c[0], c[1]); ok || err != nil {
+			t.Fatalf("Login(%q) = %v, %v", c[0], ok, err)
 		}
 	}
 	p, _ := d.ByID("alice")
@@ -142,6 +147,61 @@ func TestDevHoldsTheVocabulary(t *testing.T) {
 	for _, s := range p.Scopes {
 		if strings.HasPrefix(s, "mcp.") {
 			t.Fatalf("dev holds %q", s)
+		}
+	}
+}
+
+// Every slot taken (as by in-flight sign-ins): Login gives up when its
+// context ends, quickly and without running argon2; a freed slot lets
+// the queued ones through. Not parallel: it reads the allocation counter.
+func TestLoginBoundsConcurrentVerifications(t *testing.T) {
+	pw, err := HashPassword("s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Parse([]byte("principals:\n  - {id: alice, tenant_id: acme, password_argon2id: \"" + pw + "\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cap(d.slots) != runtime.NumCPU() {
+		t.Fatalf("%d slots, want one per core (%d)", cap(d.slots), runtime.NumCPU())
+	}
+	for range cap(d.slots) {
+		d.slots <- struct{}{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	_, ok, err := d.Login(ctx, "alice", "s3cret")
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
+	if ok || !errors.Is(err, ErrBusy) {
+		t.Fatalf("Login with every slot taken: ok=%v err=%v, want ErrBusy", ok, err)
+	}
+	if elapsed > time.Second {
+		t.Errorf("Login waited %v past its context", elapsed)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("a refused Login allocated %d bytes: argon2 ran", n)
+	}
+
+	// Three rounds of sign-ins queue behind the slots and all complete.
+	var wg sync.WaitGroup
+	results := make([]bool, 3*cap(d.slots))
+	for i := range results {
+		wg.Go(func() {
+			_, results[i], _ = d.Login(context.Background(), "alice", "s3cret")
+		})
+	}
+	for range cap(d.slots) {
+		<-d.slots
+	}
+	wg.Wait()
+	for i, ok := range results {
+		if !ok {
+			t.Fatalf("queued sign-in %d refused", i)
 		}
 	}
 }

@@ -5,6 +5,7 @@ package auth
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 
 	"gopkg.in/yaml.v3"
@@ -25,6 +27,22 @@ type Directory struct {
 	byID   map[string]engine.Principal
 	pw     map[string]phc // principal id -> password hash; absent: no console login
 	tokens []tokenEntry
+	// slots bounds concurrent password verifications. Each one allocates
+	// the hash's memory (64 MiB for ours) and keeps a core busy, so parallel
+	// sign-ins beyond the cores only queue, and unbounded they exhaust memory.
+	slots chan struct{}
+}
+
+// ErrBusy is Login's answer when no verification slot came free before
+// its context ended.
+var ErrBusy = errors.New("auth: every password verification slot is busy")
+
+func newDirectory() *Directory {
+	return &Directory{
+		byID:  map[string]engine.Principal{},
+		pw:    map[string]phc{},
+		slots: make(chan struct{}, runtime.NumCPU()),
+	}
 }
 
 type tokenEntry struct {
@@ -107,7 +125,7 @@ func Parse(data []byte) (*Directory, error) {
 	}
 
 	vocab := engine.ScopeVocabulary()
-	d := &Directory{byID: map[string]engine.Principal{}, pw: map[string]phc{}}
+	d := newDirectory()
 	seenToken := map[[sha256.Size]byte]string{}
 	for i, fp := range doc.Principals {
 		if err := d.add(fp, vocab, seenToken); err != nil {
@@ -195,15 +213,14 @@ const DevPrincipalID = "dev"
 // server is configured). It has no password and no token; the console logs
 // it in automatically and `serve --demo` mints a token with WithToken.
 func Dev() *Directory {
-	return &Directory{
-		byID: map[string]engine.Principal{DevPrincipalID: {
-			ID:          DevPrincipalID,
-			TenantID:    "dev",
-			DisplayName: "Developer",
-			Scopes:      engine.ScopeVocabulary(),
-		}},
-		pw: map[string]phc{},
+	d := newDirectory()
+	d.byID[DevPrincipalID] = engine.Principal{
+		ID:          DevPrincipalID,
+		TenantID:    "dev",
+		DisplayName: "Developer",
+		Scopes:      engine.ScopeVocabulary(),
 	}
+	return d
 }
 
 // WithToken returns a copy of d in which the token's digest also
@@ -213,7 +230,7 @@ func (d *Directory) WithToken(principalID, token string) (*Directory, error) {
 	if _, ok := d.byID[principalID]; !ok {
 		return nil, fmt.Errorf("auth: unknown principal %q", principalID)
 	}
-	cp := &Directory{byID: d.byID, pw: d.pw, tokens: slices.Clone(d.tokens)}
+	cp := &Directory{byID: d.byID, pw: d.pw, tokens: slices.Clone(d.tokens), slots: d.slots}
 	cp.tokens = append(cp.tokens, tokenEntry{sum: sha256.Sum256([]byte(token)), principalID: principalID})
 	return cp, nil
 }
@@ -257,17 +274,26 @@ func (d *Directory) Principal(tenantID, id string) (engine.Principal, bool) {
 
 // Login verifies a console password. Unknown ids and principals without a
 // password cost one argon2 verification too, so response time does not
-// reveal which ids exist.
-func (d *Directory) Login(id, password string) (engine.Principal, bool) {
+// reveal which ids exist. At most one verification per core runs at a
+// time; Login waits for a slot until ctx ends and then returns ErrBusy
+// without verifying anything.
+func (d *Directory) Login(ctx context.Context, id, password string) (engine.Principal, bool, error) {
+	select {
+	case d.slots <- struct{}{}:
+	case <-ctx.Done():
+		return engine.Principal{}, false, ErrBusy
+	}
+	defer func() { <-d.slots }()
 	h, ok := d.pw[id]
 	if !ok {
 		dummyPHC.verify(password)
-		return engine.Principal{}, false
+		return engine.Principal{}, false, nil
 	}
 	if !h.verify(password) {
-		return engine.Principal{}, false
+		return engine.Principal{}, false, nil
 	}
-	return d.ByID(id)
+	p, ok := d.ByID(id)
+	return p, ok, nil
 }
 
 // Principals lists every principal in id order.

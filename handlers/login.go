@@ -1,11 +1,16 @@
 package handlers
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"gatehouse/auth"
 	"gatehouse/web/templates"
 )
 
@@ -15,6 +20,11 @@ type loginForm struct {
 	Password string `form:"password"`
 	Next     string `form:"next"`
 }
+
+// loginSlotWait is how long a sign-in waits for a password verification
+// slot (one per core) before the server answers 503: a burst of sign-ins
+// queues briefly, a flood is turned away instead of piling up.
+const loginSlotWait = time.Second
 
 // maxAccountLen bounds the throttle key: an id longer than any real one
 // still counts against one row key, not an unbounded string.
@@ -81,7 +91,8 @@ func (cn *console) loginSubmit(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	form := templates.LoginPage{UserID: f.ID, Next: f.Next}
-	verdict, err := cn.store.loginAttempt(ctx, account, c.RealIP(), cn.s.now())
+	addr, now := c.RealIP(), cn.s.now()
+	verdict, err := cn.store.loginAttempt(ctx, account, addr, now)
 	if err != nil {
 		return err
 	}
@@ -93,7 +104,20 @@ func (cn *console) loginSubmit(c echo.Context) error {
 		form.Error = "Too many failed sign-ins from your network. Try again in 15 minutes."
 		return cn.renderLogin(c, http.StatusTooManyRequests, form, tok)
 	}
-	p, ok := cn.s.cfg.Directory.Login(strings.TrimSpace(f.ID), f.Password)
+	slotCtx, cancel := context.WithTimeout(ctx, loginSlotWait)
+	p, ok, err := cn.s.cfg.Directory.Login(slotCtx, strings.TrimSpace(f.ID), f.Password)
+	cancel()
+	if errors.Is(err, auth.ErrBusy) {
+		if err := cn.store.loginReleased(ctx, account, addr, now); err != nil {
+			return err
+		}
+		c.Response().Header().Set("Retry-After", "1")
+		form.Error = "The server is busy signing people in. Try again in a moment."
+		return cn.renderLogin(c, http.StatusServiceUnavailable, form, tok)
+	}
+	if err != nil {
+		return fmt.Errorf("console sign-in: %w", err)
+	}
 	if !ok {
 		form.Error = "Wrong user or password."
 		return cn.renderLogin(c, http.StatusUnauthorized, form, tok)

@@ -28,24 +28,36 @@ func statusCounts(statuses []int) map[int]int {
 // failure older than the window, and their clocks differ.
 
 // Parallel wrong guesses at one account: at most the budget reach the
-// password check (401), every other one is refused before it (429).
+// password check (401), every other one is refused before it (429, or 503
+// when no verification slot came free).
 func TestLoginThrottleHoldsUnderParallelGuesses(t *testing.T) {
 	const budget, guesses = 3, 10
 	b := setup(t, smallThrottle(budget, 100))
 	hc := b.browser()
 	tok := b.loginToken(hc)
+	guess := func(i int) int {
+		form := url.Values{"_csrf": {tok}, "id": {b.id("full")}, "password": {"guess-" + string(rune('a'+i))}}
+		return b.postForm(hc, "/login", form).Status
+	}
 	statuses := make([]int, guesses)
 	var wg sync.WaitGroup
 	for i := range guesses {
-		wg.Go(func() {
-			form := url.Values{"_csrf": {tok}, "id": {b.id("full")}, "password": {"guess-" + string(rune('a'+i))}}
-			statuses[i] = b.postForm(hc, "/login", form).Status
-		})
+		wg.Go(func() { statuses[i] = guess(i) })
 	}
 	wg.Wait()
 	n := statusCounts(statuses)
-	if n[http.StatusUnauthorized] > budget || n[http.StatusUnauthorized]+n[http.StatusTooManyRequests] != guesses {
-		t.Fatalf("statuses %v: want at most %d checked (401) and the rest 429", n, budget)
+	if n[http.StatusUnauthorized] > budget || n[http.StatusUnauthorized]+n[http.StatusTooManyRequests]+n[http.StatusServiceUnavailable] != guesses {
+		t.Fatalf("statuses %v: want at most %d checked (401) and the rest 429 or 503", n, budget)
+	}
+	// Guesses turned away as busy gave their place back: one at a time,
+	// exactly the rest of the budget is checked.
+	for checked := n[http.StatusUnauthorized]; checked < budget; checked++ {
+		if st := guess(checked); st != http.StatusUnauthorized {
+			t.Fatalf("guess %d of the budget: %d, want 401", checked+1, st)
+		}
+	}
+	if st := guess(budget); st != http.StatusTooManyRequests {
+		t.Fatalf("guess over the budget: %d, want 429", st)
 	}
 	// The right password is refused too while the budget is spent...
 	if r := b.login(b.browser(), "full", testPassword); r.Status != http.StatusTooManyRequests {

@@ -58,6 +58,13 @@ INSERT INTO console_login_failures (account, client_ip, failed_at) VALUES ($1, $
 
 	loginFailureClear = `DELETE FROM console_login_failures WHERE account = $1`
 
+	// loginAttemptRelease takes back one recorded attempt whose password was
+	// never checked.
+	loginAttemptRelease = `
+DELETE FROM console_login_failures
+ WHERE ctid = (SELECT ctid FROM console_login_failures
+                WHERE account = $1 AND client_ip = $2 AND failed_at = $3 LIMIT 1)`
+
 	loginFailurePrune = `DELETE FROM console_login_failures WHERE failed_at <= $1`
 )
 
@@ -198,6 +205,18 @@ func (st *sessionStore) loginAttempt(ctx context.Context, account, addr string, 
 		return loginAllowed, fmt.Errorf("login throttle: %w", err)
 	}
 	return verdict, nil
+}
+
+// loginReleased takes back an attempt recorded by loginAttempt at now
+// whose password was never checked (the server was too busy), so it does
+// not count against the budgets.
+func (st *sessionStore) loginReleased(ctx context.Context, account, addr string, now time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
+	if _, err := st.pool.Exec(ctx, loginAttemptRelease, account, addr, now); err != nil {
+		return fmt.Errorf("login throttle: release: %w", err)
+	}
+	return nil
 }
 
 // loginSucceeded forgets an account's failures.
