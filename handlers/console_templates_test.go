@@ -211,6 +211,16 @@ func TestSafeNext(t *testing.T) {
 		"/\\evil.example":      "/",
 		"https://evil.example": "/",
 		"/x\r\nSet-Cookie: a":  "/",
+		"/\t/evil.example":     "/",
+		"/%09/evil.example":    "/%09/evil.example",
+		"//x":                  "/",
+		"/\\x":                 "/",
+		"https:x":              "/",
+		"/a\\b":                "/",
+		"/a\x7fb":              "/",
+		"/a\x00b":              "/",
+		"x/y":                  "/",
+		"/approvals/1?next=//": "/approvals/1?next=//",
 	} {
 		if got := safeNext(in); got != want {
 			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -160,11 +161,18 @@ func (cn *console) clearCookie(c echo.Context) error {
 	return redirect(c, "/login")
 }
 
-// safeNext keeps a post-sign-in redirect on this site: a local path, never
-// "//host" or "/\host", which browsers treat as another origin.
+// safeNext keeps a post-sign-in (or post-resolve) redirect on this site:
+// a path with no scheme or host that starts with exactly one slash. Any
+// backslash or control character refuses it, because browsers drop tabs
+// and newlines from URLs and read a backslash as a slash: "/<TAB>/evil.example"
+// and "/\evil.example" both become "//evil.example", another origin.
 func safeNext(next string) string {
-	if next == "" || next[0] != '/' || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
-		strings.ContainsAny(next, "\r\n") {
+	if next == "" || strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" ||
+		!strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
 		return "/"
 	}
 	return next
