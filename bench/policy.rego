@@ -89,10 +89,13 @@ blocking contains i if {
 
 blocks(rule) if rule.kind == "side_effect"
 
+# A command is read as given and with shell quotes and backslashes removed;
+# an argv array is also read as its strings joined with spaces.
 blocks(rule) if {
 	rule.kind == "command_regex"
-	some v in read_values(rule, ["command"])
-	regex.match(rule.pattern, v)
+	some v in read_values(rule, ["command"]) | joined_arrays(read_roots(rule, ["command"]))
+	some c in {v, strings.replace_n({"\"": "", "'": "", "\\": ""}, v)}
+	regex.match(rule.pattern, c)
 }
 
 # A path is tested as given and with backslashes made slashes and doubled
@@ -120,15 +123,23 @@ blocks(rule) if {
 
 # The strings a rule reads: the named arguments (or the kind's default
 # argument), else every string value at any depth.
-read_values(rule, default_args) := strings_in([arguments[n] | some n in rule.arguments]) if {
+read_values(rule, default_args) := strings_in(read_roots(rule, default_args))
+
+read_roots(rule, default_args) := [arguments[n] | some n in rule.arguments] if {
 	count(rule.arguments) > 0
-} else := strings_in([arguments[n] | some n in default_args]) if {
+} else := [arguments[n] | some n in default_args] if {
 	count(default_args) > 0
-} else := strings_in(arguments)
+} else := arguments
 
 strings_in(x) := {v |
 	some _, v in walk(x)
 	is_string(v)
+}
+
+joined_arrays(roots) := {concat(" ", [s | some s in arr; is_string(s)]) |
+	some root in roots
+	some _, arr in walk(root)
+	is_array(arr)
 }
 
 object_keys(x) := {k |

@@ -118,7 +118,7 @@ func (h *compiledHardline) blocks(a *ProposedAction) bool {
 	case HardlineSideEffect:
 		return true
 	case HardlineCommandRegex:
-		return h.anyString(a.Arguments, false, h.matchRegex)
+		return h.anyCommand(a.Arguments)
 	case HardlinePathPattern:
 		return h.anyString(a.Arguments, false, h.matchPath)
 	case HardlineEgressHost:
@@ -173,6 +173,80 @@ func anyStringIn(v any, withKeys bool, match func(string) bool, depth int) bool 
 		}
 	}
 	return false
+}
+
+// anyCommand applies a command rule to the arguments it reads. A command
+// may be a string or an argv array: an array is also read as its string
+// elements joined with spaces, so ["rm", "-rf", "/"] is "rm -rf /", and
+// every string in it is read on its own too (["sh", "-c", "..."]).
+func (h *compiledHardline) anyCommand(args map[string]any) bool {
+	for _, name := range h.args {
+		if v, ok := args[name]; ok && anyCommandIn(v, h.matchCommand, 0) {
+			return true
+		}
+	}
+	return false
+}
+
+func anyCommandIn(v any, match func(string) bool, depth int) bool {
+	if depth > maxDepth {
+		// Deeper than any honest argument: refuse rather than skip.
+		return true
+	}
+	switch x := v.(type) {
+	case string:
+		return match(x)
+	case []string:
+		if match(strings.Join(x, " ")) {
+			return true
+		}
+		return slices.ContainsFunc(x, match)
+	case []any:
+		if match(joinStrings(x)) {
+			return true
+		}
+		for _, e := range x {
+			if anyCommandIn(e, match, depth+1) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if anyCommandIn(e, match, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// joinStrings joins an array's string elements with spaces; other elements
+// are skipped, so a number slipped into an argv cannot break the command up.
+func joinStrings(a []any) string {
+	var b strings.Builder
+	for _, e := range a {
+		if s, ok := e.(string); ok {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
+
+// shellQuoting is what matchCommand strips from a command before its second
+// reading: quotes and backslash escapes the shell removes anyway, so
+// rm -rf "/" and rm -rf \/ read as rm -rf /.
+var shellQuoting = strings.NewReplacer(`"`, "", `'`, "", `\`, "")
+
+// matchCommand tests a command as given and, when it has quotes or
+// escapes, with them removed.
+func (h *compiledHardline) matchCommand(s string) bool {
+	if h.matchRegex(s) {
+		return true
+	}
+	return strings.ContainsAny(s, `"'\`) && h.matchRegex(shellQuoting.Replace(s))
 }
 
 // matchRegex runs the rule's regexp, skipping it when the string lacks the
