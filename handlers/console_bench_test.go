@@ -56,7 +56,7 @@ func BenchmarkQueuePage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := New(Config{Service: svc, Directory: dir, Policy: set, Metrics: NewMetrics(), Pool: pool})
+	s, err := New(Config{Service: svc, Directory: dir, Policy: set, Metrics: NewMetrics(), Pool: pool, BaseURL: "http://127.0.0.1:8080"})
 	if err != nil {
 		b.Fatal(err)
 	}

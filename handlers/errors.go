@@ -18,6 +18,7 @@ const (
 	codeMissingScope    = "missing_scope"
 	codeForbidden       = "forbidden"
 	codeNotFound        = "not_found"
+	codeMisdirected     = "misdirected_request"
 	codeMethod          = "method_not_allowed"
 	codeConflict        = "conflict"
 	codeTooLarge        = "too_large"

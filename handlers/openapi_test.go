@@ -24,6 +24,7 @@ func newRouteOnlyServer(t *testing.T) *Server {
 		Policy:    &rules.Set{},
 		Metrics:   NewMetrics(),
 		Pool:      testdb.New(t),
+		BaseURL:   "http://127.0.0.1:8080",
 	})
 	if err != nil {
 		t.Fatal(err)

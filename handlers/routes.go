@@ -19,7 +19,7 @@ const (
 // before any route of its group is added (echo issues #1657, #2464: routes
 // added before Use run without it).
 func (s *Server) routes(e *echo.Echo) {
-	e.Use(s.recoverPanic, withRequestID, s.observe)
+	e.Use(s.recoverPanic, withRequestID, s.observe, s.checkHost)
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)

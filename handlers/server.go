@@ -23,8 +23,13 @@ type Config struct {
 	Policy    *rules.Set
 	Logger    *slog.Logger // nil: discard
 	Metrics   *Metrics     // its registry is what /metrics serves
-	// BaseURL is the absolute origin of the console (links, same-origin checks).
+	// BaseURL is the absolute origin of the console (links, same-origin
+	// checks); its host is one the server answers for. Required.
 	BaseURL string
+	// ListenAddr is the address the server listens on; when it names a host
+	// that host is answered for too, and in dev mode its port with the
+	// loopback names (127.0.0.1, localhost, [::1]).
+	ListenAddr string
 	// DevMode is AUTH_MODE=dev: the console logs the dev principal in.
 	DevMode bool
 	// SessionKeys sign and verify console cookies: the first signs, all
@@ -72,6 +77,7 @@ type Server struct {
 	log     *slog.Logger
 	now     func() time.Time
 	limiter *limiter
+	hosts   hostAllowlist
 	echo    *echo.Echo
 }
 
@@ -110,11 +116,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.IPExtractor == nil {
 		cfg.IPExtractor = echo.ExtractIPDirect()
 	}
+	hosts, err := newHostAllowlist(cfg.BaseURL, cfg.ListenAddr, cfg.DevMode)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
 		now:     cfg.Now,
 		limiter: newLimiter(cfg.RateLimit, cfg.Now),
+		hosts:   hosts,
 	}
 	e := echo.New()
 	e.HideBanner = true

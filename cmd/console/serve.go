@@ -192,6 +192,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		Logger:      logger,
 		Metrics:     metrics,
 		BaseURL:     cfg.baseURL,
+		ListenAddr:  cfg.addr,
 		DevMode:     cfg.devMode,
 		SessionKeys: keys,
 		Pool:        pool,
