@@ -168,12 +168,12 @@ func appendNumber(buf []byte, s string) ([]byte, error) {
 		}
 		return append(buf, s...), nil
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) {
-		// Out of float64 range: the literal itself is the only faithful form.
-		return append(buf, s...), nil
+	// A valid literal fails to parse only out of float64's range, where the
+	// literal itself is the only faithful form.
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsInf(f, 0) {
+		return appendFloat(buf, f)
 	}
-	return appendFloat(buf, f)
+	return append(buf, s...), nil
 }
 
 func isIntegerLiteral(s string) bool {
