@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"gatehouse/engine"
+	"gatehouse/rules"
 )
 
 func TestSubmitValidatesAndStamps(t *testing.T) {
@@ -520,4 +521,36 @@ func TestProposeDeepArgumentsUnclassifiable(t *testing.T) {
 		t.Fatalf("deep arguments: %+v", res)
 	}
 	mustEqual(t, "retry", b.propose(c, req).InvocationID, res.InvocationID)
+}
+
+// A process that has not loaded a run's profile cannot check its resolver
+// rule: it refuses to approve (the owner could otherwise self-approve past a
+// distinct-resolver profile) but still accepts a deny.
+func TestResolveUnknownProfileRefusesApproval(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	withStrict := &rules.Set{
+		Rulesets: map[string]*engine.LoadedRuleset{
+			"default": b.policy.Rulesets["default"],
+			"strict":  testRuleset(t, "strict", "v1", nil, true),
+		},
+		Default: "default", Catalog: b.policy.Catalog,
+	}
+	strict := b.newService(withStrict)
+	r, err := strict.SubmitRun(b.ctx, b.owner, SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1.0", PolicyProfile: "strict"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := b.claim(r.ID)
+	res, err := strict.Propose(b.ctx, b.owner, r.ID, c.lease, action("blog.publish", map[string]any{"title": "t", "body": "b"}))
+	if err != nil || res.ApprovalID == "" {
+		t.Fatalf("park: %+v %v", res, err)
+	}
+	// b.svc knows only "default".
+	_, err = b.svc.ResolveApproval(b.ctx, b.owner, res.ApprovalID, engine.ResolutionApproveOnce, "")
+	wantErr(t, err, ErrConflict)
+	_, err = b.svc.ResolveApproval(b.ctx, b.human, res.ApprovalID, engine.ResolutionApproveOnce, "")
+	wantErr(t, err, ErrConflict)
+	mustEqual(t, "still pending", b.approval(res.ApprovalID).Status, engine.ApprovalPending)
+	mustEqual(t, "deny", b.resolve(res.ApprovalID, engine.ResolutionDeny).Result, ResolveApplied)
 }

@@ -28,6 +28,8 @@ const maxReasonLength = 2000
 //   - ErrNotFound: no such approval in the tenant (never ErrForbidden);
 //   - ErrForbidden: the profile requires a distinct resolver and p started
 //     the run;
+//   - ErrConflict: an approval of a run whose profile is not loaded here
+//     (the resolver rule cannot be checked; deny is still accepted);
 //   - ErrInvalid: approve_for_task (no task grants in 0.1) or an unknown
 //     resolution.
 func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id string, resolution engine.ApprovalResolutionType, reason string) (ResolveOutcome, error) {
@@ -53,8 +55,8 @@ func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id st
 		if err != nil {
 			return err
 		}
-		if rs, ok := s.ruleset(run.PolicyProfile); ok && rs.RequireDistinctResolver() && p.ID == run.PrincipalID {
-			return ErrForbidden
+		if err := s.checkResolver(p, run, resolution); err != nil {
+			return err
 		}
 		result, a, err := repo.resolve(ctx, p.TenantID, id, p.ID, resolution, reason, now)
 		if err != nil {
@@ -82,6 +84,22 @@ func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id st
 		return ResolveOutcome{}, fmt.Errorf("service: resolve approval: %w", err)
 	}
 	return out, nil
+}
+
+// checkResolver applies the run profile's distinct-resolver rule: a
+// principal may not approve a run it started when the profile forbids it.
+// A run whose profile this process has not loaded cannot be checked, so it
+// cannot be approved here (ErrConflict); denying needs no rule and stays
+// possible.
+func (s *Service) checkResolver(p engine.Principal, run Run, resolution engine.ApprovalResolutionType) error {
+	rs, ok := s.ruleset(run.PolicyProfile)
+	switch {
+	case !ok && resolution != engine.ResolutionDeny:
+		return fmt.Errorf("run profile %q is not loaded, so its resolver rule cannot be checked: %w", run.PolicyProfile, ErrConflict)
+	case ok && rs.RequireDistinctResolver() && p.ID == run.PrincipalID:
+		return ErrForbidden
+	}
+	return nil
 }
 
 // settle applies a human resolution to the approval's invocation and run,
