@@ -255,8 +255,12 @@ func resolvedPayload(a approvalRow) map[string]any {
 }
 
 // GetApproval reads one approval of the principal's tenant; another
-// tenant's approval is ErrNotFound, never ErrForbidden.
+// tenant's approval is ErrNotFound, never ErrForbidden; a principal without
+// approval.read is ErrForbidden whatever the id.
 func (s *Service) GetApproval(ctx context.Context, p engine.Principal, id string) (Approval, error) {
+	if err := requireScope(p, scopeApprovalRead); err != nil {
+		return Approval{}, fmt.Errorf("service: get approval: %w", err)
+	}
 	a, err := approvalRepo{s.pool}.get(ctx, p.TenantID, id)
 	if err != nil {
 		return Approval{}, fmt.Errorf("service: get approval: %w", err)
@@ -298,8 +302,11 @@ func decodeCursor(s string) (*approvalCursor, error) {
 
 // ListApprovals lists the principal's tenant's approvals: pending in queue
 // order (risk rank descending, then oldest first), or final ones newest
-// resolution first, one page at a time.
+// resolution first, one page at a time. It needs approval.read.
 func (s *Service) ListApprovals(ctx context.Context, p engine.Principal, f ApprovalFilter) (ApprovalPage, error) {
+	if err := requireScope(p, scopeApprovalRead); err != nil {
+		return ApprovalPage{}, fmt.Errorf("service: list approvals: %w", err)
+	}
 	limit := clampLimit(f.Limit, approvalsDefaultLimit, approvalsMaxLimit)
 	cur, err := decodeCursor(f.Cursor)
 	if err != nil {

@@ -201,7 +201,7 @@ func TestGate07CrossTenant(t *testing.T) {
 	b := setup(t)
 	c := b.started()
 	park := b.parked(c, action("email.send", map[string]any{"to": "a@example.com"}))
-	intruder := engine.Principal{ID: b.human.ID, TenantID: b.tenant + "-other", Scopes: b.human.Scopes}
+	intruder := engine.Principal{ID: b.human.ID, TenantID: b.tenant + "-other", Scopes: allScopes}
 
 	_, err := b.svc.GetApproval(b.ctx, intruder, park.ApprovalID)
 	wantErr(t, err, ErrNotFound)

@@ -126,7 +126,7 @@ func testCatalog(t testing.TB) *engine.Catalog {
 }
 
 var allScopes = []string{"workspace.read", "workspace.write", "demo.write", "sandbox.execute", "artifact.write",
-	"run.read", "run.write", "approval.read", "approval.resolve"}
+	"run.read", "run.write", "run.cancel", "approval.read", "approval.resolve"}
 
 type bundle struct {
 	t      testing.TB

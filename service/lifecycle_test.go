@@ -554,3 +554,31 @@ func TestResolveUnknownProfileRefusesApproval(t *testing.T) {
 	mustEqual(t, "still pending", b.approval(res.ApprovalID).Status, engine.ApprovalPending)
 	mustEqual(t, "deny", b.resolve(res.ApprovalID, engine.ResolutionDeny).Result, ResolveApplied)
 }
+
+// The service checks the scopes the routes require, so a surface that
+// forgets (a CLI, a console page) cannot skip them; the refusal comes
+// before any lookup and says nothing about the row.
+func TestServiceRequiresRouteScopes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.started()
+	res := b.parked(c, action("blog.publish", map[string]any{"title": "t", "body": "b"}))
+	worker := engine.Principal{ID: "worker", TenantID: b.tenant, Scopes: []string{"run.read", "run.write"}}
+	for _, id := range []string{res.ApprovalID, uuid.NewString()} {
+		_, err := b.svc.GetApproval(b.ctx, worker, id)
+		wantErr(t, err, ErrForbidden)
+		_, err = b.svc.ResolveApproval(b.ctx, worker, id, engine.ResolutionApproveOnce, "")
+		wantErr(t, err, ErrForbidden)
+	}
+	_, err := b.svc.ListApprovals(b.ctx, worker, ApprovalFilter{})
+	wantErr(t, err, ErrForbidden)
+	_, err = b.svc.CancelRun(b.ctx, worker, c.run.ID)
+	wantErr(t, err, ErrForbidden)
+	readOnly := engine.Principal{ID: "reader", TenantID: b.tenant, Scopes: []string{"approval.read"}}
+	if _, err := b.svc.GetApproval(b.ctx, readOnly, res.ApprovalID); err != nil {
+		t.Fatalf("read with approval.read: %v", err)
+	}
+	_, err = b.svc.ResolveApproval(b.ctx, readOnly, res.ApprovalID, engine.ResolutionDeny, "")
+	wantErr(t, err, ErrForbidden)
+	mustEqual(t, "still pending", b.approval(res.ApprovalID).Status, engine.ApprovalPending)
+}

@@ -26,13 +26,16 @@ const maxReasonLength = 2000
 //     DENIED, approval.resolved "expired", run failed approval.expired),
 //     and the conflict carries the expired approval: never authorized;
 //   - ErrNotFound: no such approval in the tenant (never ErrForbidden);
-//   - ErrForbidden: the profile requires a distinct resolver and p started
-//     the run;
+//   - ErrForbidden: p lacks approval.resolve, or the profile requires a
+//     distinct resolver and p started the run;
 //   - ErrConflict: an approval of a run whose profile is not loaded here
 //     (the resolver rule cannot be checked; deny is still accepted);
 //   - ErrInvalid: approve_for_task (no task grants in 0.1) or an unknown
 //     resolution.
 func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id string, resolution engine.ApprovalResolutionType, reason string) (ResolveOutcome, error) {
+	if err := requireScope(p, scopeApprovalResolve); err != nil {
+		return ResolveOutcome{}, fmt.Errorf("service: resolve approval: %w", err)
+	}
 	switch {
 	case resolution == engine.ResolutionApproveForTask:
 		return ResolveOutcome{}, &InvalidError{Msg: "approve_for_task needs a task grant offer; none is offered"}

@@ -182,8 +182,12 @@ func (s *Service) CompleteRun(ctx context.Context, p engine.Principal, runID str
 // same pending guard as resolve and reap, so a lost race changes nothing)
 // and its waiting invocations -> CANCELLED; RUNNING -> CANCELLED with the
 // lease fenced, so the worker's next call is stale; already terminal ->
-// ErrConflict; another tenant's or no run -> ErrNotFound.
+// ErrConflict; another tenant's or no run -> ErrNotFound; p without
+// run.cancel -> ErrForbidden.
 func (s *Service) CancelRun(ctx context.Context, p engine.Principal, runID string) (Run, error) {
+	if err := requireScope(p, scopeRunCancel); err != nil {
+		return Run{}, fmt.Errorf("service: cancel run: %w", err)
+	}
 	now := s.now()
 	var run Run
 	err := s.withTx(ctx, func(tx pgx.Tx, after *afterCommit) error {

@@ -154,6 +154,23 @@ func (s *Service) currentPrincipal(tenantID, id string, stamp []string) engine.P
 	return engine.Principal{ID: id, TenantID: tenantID, Scopes: []string{}}
 }
 
+// Scopes the service itself requires, matching the API routes, so that no
+// surface (API, console, CLI) can reach these methods without them.
+const (
+	scopeApprovalRead    = "approval.read"
+	scopeApprovalResolve = "approval.resolve"
+	scopeRunCancel       = "run.cancel"
+)
+
+// requireScope is ErrForbidden unless p holds scope. It runs before any
+// lookup, so a refusal says nothing about whether a row exists.
+func requireScope(p engine.Principal, scope string) error {
+	if len(engine.MissingScopes([]string{scope}, p.Scopes)) > 0 {
+		return fmt.Errorf("principal lacks %s: %w", scope, ErrForbidden)
+	}
+	return nil
+}
+
 type noMetrics struct{}
 
 func (noMetrics) ApprovalRequested(engine.SideEffectClass, engine.RiskLevel) {}
