@@ -444,6 +444,22 @@ func testBadInput(t *testing.T, srv *server) {
 			t.Errorf("%s: no error code in %v", c.name, body)
 		}
 	}
+	// PostgreSQL cannot store NUL: 400 naming the field, never a 500.
+	propose := func(summary, args string) string {
+		return `{` + lease + `,"action":{"action_id":"` + uuid.NewString() + `","kind":"tool_call","name":"workspace.write_text","summary":"` + summary + `","step_number":1,"arguments":` + args + `,"argument_trust":{},"origin_trust":"user"}}`
+	}
+	for _, c := range []struct{ name, url, body, field string }{
+		{"NUL in agent_id", srv.BaseURL + "/v1/runs", `{"session_id":"` + uuid.NewString() + `","agent_id":"a\u0000b","agent_version":"1"}`, `"agent_id"`},
+		{"NUL in worker_id", srv.BaseURL + "/v1/runs/claim", `{"worker_id":"w\u0000","lease_seconds":30}`, `"worker_id"`},
+		{"NUL in an argument value", actions, propose("s", `{"path":"a\u0000b"}`), `"action.arguments.path"`},
+		{"NUL in an argument key", actions, propose("s", `{"pa\u0000th":"a"}`), `"action.arguments (a key)"`},
+		{"NUL in summary", actions, propose(`s\u0000`, `{"path":"a"}`), `"action.summary"`},
+	} {
+		st, body := rawCall(t, "POST", c.url, tok, c.body)
+		if st != http.StatusBadRequest || errorCode(body) != "invalid_request" || !strings.Contains(errorMessage(body), c.field) {
+			t.Errorf("%s: %d %v, want 400 invalid_request naming %s", c.name, st, body, c.field)
+		}
+	}
 	// Inputs the service must refuse with 4xx, not 5xx: unknown tools deny,
 	// empty fields and unknown enum values are 400.
 	for name, body := range map[string]string{

@@ -79,3 +79,12 @@ func requireConsoleScope(c echo.Context, scope string) error {
 	}
 	return nil
 }
+
+// bindForm reads a console form into f (a struct with form tags) and, as
+// the API does, refuses a NUL character in any field.
+func bindForm(c echo.Context, f any) error {
+	if err := c.Bind(f); err != nil {
+		return invalid("The form could not be read.")
+	}
+	return refuseNUL(f, "form")
+}

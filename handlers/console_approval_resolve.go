@@ -29,8 +29,8 @@ func (cn *console) approvalResolve(c echo.Context) error {
 		return err
 	}
 	var f resolveForm
-	if err := c.Bind(&f); err != nil {
-		return invalid("The form could not be read.")
+	if err := bindForm(c, &f); err != nil {
+		return err
 	}
 	res := engine.ApprovalResolutionType(f.Resolution)
 	if res != engine.ResolutionApproveOnce && res != engine.ResolutionDeny {

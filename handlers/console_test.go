@@ -17,7 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"gatehouse/auth"
+	"gatehouse/engine"
 	"gatehouse/internal/testdb"
 	"gatehouse/rules"
 	"gatehouse/service"
@@ -216,4 +219,42 @@ func (b *bundle) loginToken(hc *http.Client) string {
 func (b *bundle) login(hc *http.Client, name, password string, header ...string) reply {
 	b.t.Helper()
 	return b.postForm(hc, "/login", url.Values{"_csrf": {b.loginToken(hc)}, "id": {b.id(name)}, "password": {password}}, header...)
+}
+
+// park parks a run of the full principal on an approval and returns the
+// approval.
+func (b *bundle) park() service.Approval {
+	b.t.Helper()
+	ctx := context.Background()
+	p, _ := b.s.cfg.Directory.ByID(b.id("full"))
+	run, err := b.svc.SubmitRun(ctx, p, service.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "test", AgentVersion: "1"})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	run, ok, err := b.svc.ClaimRun(ctx, p, service.ClaimInput{WorkerID: "w", LeaseSeconds: 60, RunID: run.ID})
+	if err != nil || !ok {
+		b.t.Fatalf("claim: %v %v", ok, err)
+	}
+	res, err := b.svc.Propose(ctx, p, run.ID, service.Lease{WorkerID: "w", FencingToken: run.FencingToken}, engine.ActionRequest{
+		ActionID: uuid.NewString(), Kind: engine.ActionToolCall, Name: "demo.external_write", Summary: "set the status of record 42",
+		StepNumber: 1, Arguments: map[string]any{"record": "42", "field": "status", "value": "shipped"}, OriginTrust: engine.TrustUser,
+	})
+	if err != nil || res.ApprovalID == "" {
+		b.t.Fatalf("park: %+v %v", res, err)
+	}
+	a, err := b.svc.GetApproval(ctx, p, res.ApprovalID)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return a
+}
+
+// signedIn is a browser signed in as name.
+func (b *bundle) signedIn(name string) *http.Client {
+	b.t.Helper()
+	hc := b.browser()
+	if r := b.login(hc, name, testPassword); r.Status != http.StatusSeeOther {
+		b.t.Fatalf("sign in as %s: %d %.300s", name, r.Status, r.Body)
+	}
+	return hc
 }

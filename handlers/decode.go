@@ -16,7 +16,9 @@ const maxBody = 1 << 20
 
 // decodeJSON decodes exactly one JSON value into v, strictly: unknown fields
 // are refused, numbers in free-form values stay json.Number (no float
-// rounding of amounts or ids), bodies over 1 MiB are 413.
+// rounding of amounts or ids), bodies over 1 MiB are 413, and a NUL
+// character in any string (argument keys and values included) is a 400
+// naming the field.
 func decodeJSON(c echo.Context, v any) error {
 	r := http.MaxBytesReader(c.Response(), c.Request().Body, maxBody)
 	dec := json.NewDecoder(r)
@@ -33,7 +35,7 @@ func decodeJSON(c echo.Context, v any) error {
 		}
 		return invalid("the body must be exactly one JSON value")
 	}
-	return nil
+	return refuseNUL(v, "json")
 }
 
 // decodeError explains a decoding failure without echoing the body.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/api"
@@ -50,6 +51,7 @@ func invalid(msg string) *apiError { return newError(http.StatusBadRequest, code
 func toAPIError(err error) (ae *apiError, internal bool) {
 	var he *echo.HTTPError
 	var ie *service.InvalidError
+	var pe *pgconn.PgError
 	switch {
 	case errors.As(err, &ae):
 		return ae, false
@@ -67,6 +69,8 @@ func toAPIError(err error) (ae *apiError, internal bool) {
 		return invalid("invalid request"), false
 	case errors.Is(err, service.ErrForbidden):
 		return newError(http.StatusForbidden, codeForbidden, "forbidden"), false
+	case errors.As(err, &pe) && (pe.Code == sqlstateBadEncoding || pe.Code == sqlstateUntranslatable):
+		return invalid("the request contains a character that cannot be stored (NUL)"), false
 	}
 	return newError(http.StatusInternalServerError, codeInternal, "internal error"), true
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/service"
@@ -28,6 +29,9 @@ func TestToAPIErrorMapsServiceErrorsOnce(t *testing.T) {
 		{&service.InvalidError{Msg: "worker_id is required"}, 400, codeInvalid, false},
 		{service.ErrForbidden, 403, codeForbidden, false},
 		{errors.New("pq: password authentication failed for user secret"), 500, codeInternal, true},
+		{fmt.Errorf("service: submit: %w", &pgconn.PgError{Code: "22021"}), 400, codeInvalid, false},
+		{fmt.Errorf("service: propose: %w", &pgconn.PgError{Code: "22P05"}), 400, codeInvalid, false},
+		{&pgconn.PgError{Code: "23505"}, 500, codeInternal, true},
 	}
 	for _, c := range cases {
 		ae, internal := toAPIError(c.err)
@@ -59,6 +63,8 @@ func TestDecodeJSONIsStrict(t *testing.T) {
 		"wrong type":    {`{"a":1}`, 400},
 		"empty":         {``, 400},
 		"too large":     {`{"a":"` + strings.Repeat("x", maxBody) + `"}`, 413},
+		"nul":           {`{"a":"x\u0000y"}`, 400},
+		"escaped nul":   {`{"a":"x\\u0000y"}`, 0},
 	}
 	e := echo.New()
 	for name, c := range cases {
@@ -95,5 +101,42 @@ func TestLimiterRefills(t *testing.T) {
 	now = now.Add(500 * time.Millisecond)
 	if _, ok := l.allow("a"); !ok {
 		t.Fatal("no token after the refill time")
+	}
+}
+
+func TestNulFieldNamesTheField(t *testing.T) {
+	t.Parallel()
+	type lease struct {
+		WorkerID string `json:"worker_id"`
+	}
+	type action struct {
+		Summary   string         `json:"summary"`
+		Arguments map[string]any `json:"arguments"`
+		Raw       []byte         `json:"raw"`
+	}
+	type request struct {
+		lease
+		Action  action  `json:"action"`
+		Target  *string `json:"target,omitempty"`
+		Ignored string  `json:"-"`
+	}
+	nul := "a\x00b"
+	cases := []struct {
+		in   request
+		want string
+	}{
+		{request{lease: lease{WorkerID: nul}}, "worker_id"},
+		{request{Action: action{Summary: nul}}, "action.summary"},
+		{request{Action: action{Arguments: map[string]any{"path": nul}}}, "action.arguments.path"},
+		{request{Action: action{Arguments: map[string]any{nul: "x"}}}, "action.arguments (a key)"},
+		{request{Action: action{Arguments: map[string]any{"deep": []any{1, map[string]any{"x": nul}}}}}, "action.arguments.deep[1].x"},
+		{request{Target: &nul}, "target"},
+		{request{Ignored: nul, Action: action{Raw: []byte{0}, Arguments: map[string]any{"ok": "fine", "n": 1}}}, ""},
+	}
+	for _, c := range cases {
+		got, ok := nulField(c.in, "json")
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("%+v: %q %v, want %q", c.in, got, ok, c.want)
+		}
 	}
 }

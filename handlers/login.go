@@ -81,8 +81,8 @@ func (cn *console) renderLogin(c echo.Context, status int, m templates.LoginPage
 // guesses cannot all pass one budget check.
 func (cn *console) loginSubmit(c echo.Context) error {
 	var f loginForm
-	if err := c.Bind(&f); err != nil {
-		return invalid("The sign-in form could not be read.")
+	if err := bindForm(c, &f); err != nil {
+		return err
 	}
 	tok, _ := c.Get(ctxConsoleCSRF).(string)
 	f.Next = safeNext(f.Next)

@@ -1,0 +1,94 @@
+package handlers
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// PostgreSQL cannot store NUL in text (SQLSTATE 22021) or as \u0000 in
+// jsonb (22P05). Requests are checked for it once decoded, so the client
+// learns which field is wrong; the error mapper turns the two SQLSTATEs into
+// 400 as a backstop for anything that reaches the database another way.
+const (
+	sqlstateBadEncoding    = "22021" // character_not_in_repertoire
+	sqlstateUntranslatable = "22P05" // untranslatable_character
+)
+
+// nulField returns the path of a string in v that holds a NUL character:
+// struct fields (named by their tag, "json" or "form"; embedded structs
+// flatten as in encoding/json), map keys and values, slice elements.
+func nulField(v any, tag string) (string, bool) {
+	return walkNUL(reflect.ValueOf(v), "", tag)
+}
+
+func walkNUL(v reflect.Value, path, tag string) (string, bool) {
+	switch v.Kind() {
+	case reflect.String:
+		if strings.IndexByte(v.String(), 0) >= 0 {
+			return path, true
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return walkNUL(v.Elem(), path, tag)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get(tag), ",")
+			// encoding/json fills exported fields and, through them, the
+			// fields of embedded structs, exported or not.
+			if (!f.IsExported() && !f.Anonymous) || name == "-" {
+				continue
+			}
+			sub := path
+			if !f.Anonymous || name != "" {
+				if name == "" {
+					name = f.Name
+				}
+				sub = joinPath(path, name)
+			}
+			if p, ok := walkNUL(v.Field(i), sub, tag); ok {
+				return p, true
+			}
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			k := iter.Key()
+			if k.Kind() == reflect.String && strings.IndexByte(k.String(), 0) >= 0 {
+				return path + " (a key)", true
+			}
+			if p, ok := walkNUL(iter.Value(), joinPath(path, fmt.Sprint(k)), tag); ok {
+				return p, true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return "", false // bytes (json.RawMessage) are not text
+		}
+		for i := range v.Len() {
+			if p, ok := walkNUL(v.Index(i), path+"["+strconv.Itoa(i)+"]", tag); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
+
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// refuseNUL is the 400 for a NUL character in a request field.
+func refuseNUL(v any, tag string) error {
+	if field, ok := nulField(v, tag); ok {
+		return invalid(fmt.Sprintf("field %q must not contain the NUL character (\\u0000)", field))
+	}
+	return nil
+}
