@@ -12,23 +12,24 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"gatehouse/auth"
 	"gatehouse/engine"
 	"gatehouse/rules"
 	"gatehouse/service"
 )
 
-// cliPrincipalID is who the approval CLI acts as: an operator principal of
-// the tenant named on the command line, holding only the approval scopes.
-// Resolutions it makes are recorded as resolved_by "cli".
-const cliPrincipalID = "cli"
-
 // runApproval is `console approval list|show ID|resolve ID approve_once|deny`.
-// It calls the same service methods as the API and the console.
+// It acts as a real principal from the principals file (--principal), with
+// that principal's tenant and scopes, and calls the same service methods as
+// the API and the console: list and show need approval.read, resolve needs
+// approval.resolve, and a resolution is recorded under the principal's id,
+// so the profile's distinct-resolver rule applies to the CLI too.
 func runApproval(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("approval", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL connection string (DATABASE_URL)")
-	tenant := fs.String("tenant", "", "tenant whose approvals to act on (required)")
+	principalID := fs.String("principal", "", "principal to act as, from the principals file (required; AUTH_MODE=dev: dev)")
+	principalsFile := fs.String("principals", envOr("CONSOLE_PRINCIPALS", "./principals.yaml"), "principals file (CONSOLE_PRINCIPALS)")
 	status := fs.String("status", "pending", "list: pending, resolved, approved, denied, expired or cancelled")
 	runID := fs.String("run", "", "list: only this run's approvals")
 	limit := fs.Int("limit", 50, "list: at most this many (max 200)")
@@ -41,16 +42,19 @@ func runApproval(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(rest) == 0 {
 		return fmt.Errorf("%w: approval list|show|resolve", errUsage)
 	}
-	if *tenant == "" {
-		return fmt.Errorf("%w: approval: --tenant is required", errUsage)
-	}
 	cmd, rest := rest[0], rest[1:]
+	scope := "approval.read"
 	switch {
 	case cmd == "list" && len(rest) == 0:
 	case cmd == "show" && len(rest) == 1:
 	case cmd == "resolve" && len(rest) == 2:
+		scope = "approval.resolve"
 	default:
-		return fmt.Errorf("%w: approval list | show ID | resolve ID approve_once|deny [--reason R]", errUsage)
+		return fmt.Errorf("%w: approval list | show ID | resolve ID approve_once|deny [--reason R] --principal ID", errUsage)
+	}
+	p, err := approvalPrincipal(*principalsFile, *principalID, scope)
+	if err != nil {
+		return err
 	}
 
 	pool, err := connect(ctx, *dbURL)
@@ -70,7 +74,6 @@ func runApproval(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p := engine.Principal{ID: cliPrincipalID, TenantID: *tenant, Scopes: []string{"approval.read", "approval.resolve"}}
 
 	switch cmd {
 	case "list":
@@ -110,6 +113,34 @@ func runApproval(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return nil
 	}
+}
+
+// approvalPrincipal finds the principal the CLI acts as: in the principals
+// file, or the dev principal under AUTH_MODE=dev, and holding scope.
+func approvalPrincipal(file, id, scope string) (engine.Principal, error) {
+	var dir *auth.Directory
+	if os.Getenv("AUTH_MODE") == "dev" {
+		dir = auth.Dev()
+		if id == "" {
+			id = auth.DevPrincipalID
+		}
+	} else {
+		var err error
+		if dir, err = auth.Load(file); err != nil {
+			return engine.Principal{}, err
+		}
+	}
+	if id == "" {
+		return engine.Principal{}, fmt.Errorf("%w: approval: --principal is required", errUsage)
+	}
+	p, ok := dir.ByID(id)
+	if !ok {
+		return engine.Principal{}, fmt.Errorf("approval: no principal %q in the principals file", id)
+	}
+	if len(engine.MissingScopes([]string{scope}, p.Scopes)) > 0 {
+		return engine.Principal{}, fmt.Errorf("approval: principal %q lacks the %s scope", id, scope)
+	}
+	return p, nil
 }
 
 func writeJSON(w io.Writer, v any) error {
