@@ -28,3 +28,28 @@ func TestConsoleFormsRefuseNUL(t *testing.T) {
 		t.Errorf("NUL in a history filter: %d, want 400", r.Status)
 	}
 }
+
+// Console writes take urlencoded forms of at most 1 MiB: a bigger body is
+// 413 and any other type 415, before a session or form token is looked at.
+func TestConsoleFormsAreBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	hc := b.signedIn("full")
+	a := b.park()
+	big := url.Values{"reason": {strings.Repeat("x", maxBody)}}.Encode()
+	for _, path := range []string{"/login", "/logout", "/logout-everywhere", "/approvals/" + a.ID + "/resolve"} {
+		if r := b.do(hc, http.MethodPost, path, formContentType, strings.NewReader(big)); r.Status != http.StatusRequestEntityTooLarge {
+			t.Errorf("POST %s with a %d-byte form: %d, want 413", path, len(big), r.Status)
+		}
+		for _, ct := range []string{"application/json", "multipart/form-data; boundary=x", "text/plain"} {
+			if r := b.do(hc, http.MethodPost, path, ct, strings.NewReader("x=1")); r.Status != http.StatusUnsupportedMediaType {
+				t.Errorf("POST %s as %s: %d, want 415", path, ct, r.Status)
+			}
+		}
+	}
+	// A small form still goes through.
+	tok := b.formToken(b.get(hc, "/approvals/"+a.ID))
+	if r := b.postForm(hc, "/approvals/"+a.ID+"/resolve", url.Values{"_csrf": {tok}, "resolution": {"deny"}}); r.Status != http.StatusSeeOther {
+		t.Errorf("resolve form: %d %.200s, want 303", r.Status, r.Body)
+	}
+}

@@ -14,18 +14,19 @@ import (
 
 // Error codes of the JSON error body.
 const (
-	codeInvalid         = "invalid_request"
-	codeUnauthenticated = "unauthenticated"
-	codeMissingScope    = "missing_scope"
-	codeForbidden       = "forbidden"
-	codeNotFound        = "not_found"
-	codeMisdirected     = "misdirected_request"
-	codeMethod          = "method_not_allowed"
-	codeConflict        = "conflict"
-	codeTooLarge        = "too_large"
-	codeRateLimited     = "rate_limited"
-	codeUnavailable     = "unavailable"
-	codeInternal        = "internal"
+	codeInvalid          = "invalid_request"
+	codeUnauthenticated  = "unauthenticated"
+	codeMissingScope     = "missing_scope"
+	codeForbidden        = "forbidden"
+	codeNotFound         = "not_found"
+	codeMisdirected      = "misdirected_request"
+	codeMethod           = "method_not_allowed"
+	codeConflict         = "conflict"
+	codeTooLarge         = "too_large"
+	codeUnsupportedMedia = "unsupported_media_type"
+	codeRateLimited      = "rate_limited"
+	codeUnavailable      = "unavailable"
+	codeInternal         = "internal"
 )
 
 // apiError is an error with the status and body a client should see.

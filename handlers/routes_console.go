@@ -16,11 +16,11 @@ func (s *Server) registerConsoleRoutes(e *echo.Echo) {
 	static := http.StripPrefix("/static/", http.FileServerFS(web.Static()))
 	e.GET("/static/*", echo.WrapHandler(static), withSecurityHeaders, cacheStatic)
 
-	login := e.Group("", withSecurityHeaders, cn.refuseCrossOrigin, cn.loginToken, requireFormToken)
+	login := e.Group("", withSecurityHeaders, cn.refuseCrossOrigin, readForm, cn.loginToken, requireFormToken)
 	login.GET("/login", cn.loginShow)
 	login.POST("/login", cn.loginSubmit)
 
-	pages := e.Group("", withSecurityHeaders, cn.refuseCrossOrigin, cn.requireSession, requireFormToken)
+	pages := e.Group("", withSecurityHeaders, cn.refuseCrossOrigin, readForm, cn.requireSession, requireFormToken)
 	pages.GET("/", cn.queue)
 	pages.GET("/queue/updates", cn.queueUpdates)
 	pages.GET("/approvals/:id", cn.approvalShow)

@@ -4,7 +4,9 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -180,6 +182,36 @@ func (cn *console) refuseCrossOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if err := cn.origin.Check(c.Request()); err != nil {
 			return newError(http.StatusForbidden, codeForbidden, "Cross-origin request refused.")
+		}
+		return next(c)
+	}
+}
+
+// formContentType is the one body a console write accepts: what a plain
+// HTML form and htmx send.
+const formContentType = "application/x-www-form-urlencoded"
+
+// readForm bounds and parses a console write's body before anything reads
+// it: urlencoded only (415), 1 MiB at most (413). Parsing here, not in the
+// first FormValue call, makes an oversized body a 413 rather than a
+// missing form token.
+func readForm(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			return next(c)
+		}
+		if ct := r.Header.Get(echo.HeaderContentType); ct != "" || r.ContentLength != 0 {
+			if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != formContentType {
+				return newError(http.StatusUnsupportedMediaType, codeUnsupportedMedia, "Forms must be sent as "+formContentType+".")
+			}
+		}
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, maxBody)
+		if err := r.ParseForm(); err != nil {
+			if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+				return newError(http.StatusRequestEntityTooLarge, codeTooLarge, "The form is too large.")
+			}
+			return invalid("The form could not be read.")
 		}
 		return next(c)
 	}
