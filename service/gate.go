@@ -383,12 +383,19 @@ func (s *Service) step(n int) error {
 }
 
 // denyPastDeadline denies an action that would need approval after the
-// run's deadline and fails the run (deadline_exceeded).
+// run's deadline, writes action.denied and fails the run
+// (deadline_exceeded).
 func (s *Service) denyPastDeadline(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv newInvocation) (ProposeResult, error) {
 	inv.status = InvocationDenied
 	inv.out.Decision.Decision, inv.out.Decision.ReasonCode = engine.DecisionDeny, engine.ReasonApprovalExpired
 	row, err := insertInvocation(ctx, tx, inv)
 	if err != nil {
+		return ProposeResult{}, err
+	}
+	if err := insertEvent(ctx, tx, run.TenantID, run.ID, EventActionDenied, inv.now, map[string]any{
+		"invocation_id": row.ID, "tool_name": row.ToolName, "reason_code": engine.ReasonApprovalExpired,
+		"policy_version": row.PolicyVersion, "cause": engine.VoidDeadlineExceeded,
+	}); err != nil {
 		return ProposeResult{}, err
 	}
 	failed, _, err := failRun(ctx, tx, run.ID, []string{RunRunning}, failureDeadlineExceeded, inv.now)

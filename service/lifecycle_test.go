@@ -582,3 +582,20 @@ func TestServiceRequiresRouteScopes(t *testing.T) {
 	wantErr(t, err, ErrForbidden)
 	mustEqual(t, "still pending", b.approval(res.ApprovalID).Status, engine.ApprovalPending)
 }
+
+// An action that would need approval after the run's deadline is denied
+// with its action.denied event, and the run fails deadline_exceeded.
+func TestProposePastDeadlineDenies(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	deadline := b.clock.Now().Add(30 * time.Second)
+	c := b.claim(b.submit(b.owner, &deadline).ID)
+	b.clock.Advance(31 * time.Second)
+	res := b.propose(c, action("email.send", map[string]any{"to": "a@example.com"}))
+	if res.Decision != engine.DecisionDeny || res.Result == nil || res.Result.ReasonCode != engine.ReasonApprovalExpired {
+		t.Fatalf("propose past deadline: %+v", res)
+	}
+	mustEqual(t, "run", res.RunStatus, RunFailed)
+	mustEqual(t, "failure", b.run(c.run.ID).FailureReason, failureDeadlineExceeded)
+	mustEqual(t, "action.denied events", b.countEvents(c.run.ID, EventActionDenied), 1)
+}
