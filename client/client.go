@@ -254,26 +254,63 @@ func (c *Client) Events(ctx context.Context, q EventQuery) (api.EventPage, error
 	return out, err
 }
 
-// WaitForResolution long-polls the run's events until the approval leaves
-// PENDING (resolved, expired or cancelled) or ctx ends, and returns it.
+// WaitForResolution waits until the approval leaves PENDING (approved,
+// denied, expired or cancelled) or ctx ends, and returns how it was
+// resolved. It needs only run.read, which an agent holds and approval.read
+// it usually does not: it reads the run's events from the beginning (so a
+// resolution before the call is found too) and long-polls for the
+// approval.resolved event of this approval.
+//
+// The result carries what that event records: ID, RunID, ToolInvocationID,
+// ToolName, Risk, Status, Resolution (approve_once or deny; empty when the
+// approval expired or was cancelled), ResolvedBy and ResolvedAt (the
+// event's time). GetApproval, with approval.read, has the rest.
 func (c *Client) WaitForResolution(ctx context.Context, runID, approvalID string) (service.Approval, error) {
 	var after int64
 	for {
-		// Read after taking the watermark, so a resolution between the two
-		// calls is seen either here or as an event.
-		a, err := c.GetApproval(ctx, approvalID)
-		if err != nil {
-			return a, err
-		}
-		if a.Status != engine.ApprovalPending {
-			return a, nil
-		}
-		page, err := c.Events(ctx, EventQuery{After: after, RunID: runID, Wait: 25})
+		page, err := c.Events(ctx, EventQuery{After: after, RunID: runID, Limit: 500, Wait: 25})
 		if err != nil {
 			return service.Approval{}, err
 		}
+		for _, e := range page.Events {
+			if a, ok := resolutionOf(e, approvalID); ok {
+				return a, nil
+			}
+		}
 		after = page.Watermark
 	}
+}
+
+// resolvedEvent is the payload of approval.resolved.
+type resolvedEvent struct {
+	ApprovalID   string                `json:"approval_id"`
+	InvocationID string                `json:"invocation_id"`
+	ToolName     string                `json:"tool_name"`
+	Risk         engine.RiskLevel      `json:"risk"`
+	Status       engine.ApprovalStatus `json:"status"`
+	Resolution   string                `json:"resolution"`
+	ResolvedBy   string                `json:"resolved_by"`
+}
+
+// resolutionOf reads e as the resolution of approvalID, if it is one.
+func resolutionOf(e service.Event, approvalID string) (service.Approval, bool) {
+	if e.Type != service.EventApprovalResolved {
+		return service.Approval{}, false
+	}
+	var p resolvedEvent
+	if json.Unmarshal(e.Payload, &p) != nil || p.ApprovalID != approvalID || p.Status == "" {
+		return service.Approval{}, false
+	}
+	a := service.Approval{
+		ID: p.ApprovalID, TenantID: e.TenantID, RunID: e.RunID, ToolInvocationID: p.InvocationID,
+		ToolName: p.ToolName, Risk: p.Risk, Status: p.Status, ResolvedBy: p.ResolvedBy,
+	}
+	if p.Status == engine.ApprovalApproved || p.Status == engine.ApprovalDenied {
+		a.Resolution = engine.ApprovalResolutionType(p.Resolution)
+	}
+	at := e.CreatedAt
+	a.ResolvedAt = &at
+	return a, true
 }
 
 func runPath(runID, verb string) string { return "/v1/runs/" + url.PathEscape(runID) + "/" + verb }

@@ -33,6 +33,7 @@ func TestAPI(t *testing.T) {
 		{"Gate09IdempotentResolution", testGate09IdempotentResolution},
 		{"Gate08DenialResultKeys", testGate08DenialResultKeys},
 		{"Expiry", testExpiry},
+		{"AgentWaitsForResolution", testAgentWaitsForResolution},
 		{"Cancellation", testCancellation},
 		{"BadInput", testBadInput},
 		{"Pagination", testPagination},
@@ -382,6 +383,42 @@ func testExpiry(t *testing.T, srv *server) {
 	}
 	if _, err := srv.Client("bob").Resolve(ctx, res.ApprovalID, engine.ResolutionApproveOnce, ""); !client.IsCode(err, "conflict") {
 		t.Errorf("approving an expired approval: %v, want 409", err)
+	}
+}
+
+// testAgentWaitsForResolution: an agent token holds run.read and
+// run.write but no approval scope; it still learns how its approval was
+// resolved.
+func testAgentWaitsForResolution(t *testing.T, srv *server) {
+	ctx := testContext(t)
+	agentC := srv.Client("agent")
+	a, res := park(t, agentC)
+	if _, err := agentC.GetApproval(ctx, res.ApprovalID); !client.IsCode(err, "missing_scope") {
+		t.Fatalf("the agent reads the approval: %v, want 403 missing_scope", err)
+	}
+	type outcome struct {
+		a   service.Approval
+		err error
+	}
+	waited := make(chan outcome, 1)
+	go func() {
+		got, err := agentC.WaitForResolution(ctx, a.run.ID, res.ApprovalID)
+		waited <- outcome{got, err}
+	}()
+	stored, err := srv.Client("bob").Resolve(ctx, res.ApprovalID, engine.ResolutionDeny, "not today")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := <-waited
+	if got.err != nil || got.a.ID != res.ApprovalID || got.a.Status != engine.ApprovalDenied ||
+		got.a.Resolution != engine.ResolutionDeny || got.a.ResolvedBy != "bob" || got.a.ResolvedAt == nil ||
+		got.a.ToolInvocationID != res.InvocationID {
+		t.Fatalf("waited: %+v %v; stored %+v", got.a, got.err, stored)
+	}
+	// A second wait, after the fact, finds the same resolution at once.
+	again, err := agentC.WaitForResolution(ctx, a.run.ID, res.ApprovalID)
+	if err != nil || again.Status != engine.ApprovalDenied || again.ResolvedBy != "bob" {
+		t.Fatalf("waiting after the resolution: %+v %v", again, err)
 	}
 }
 

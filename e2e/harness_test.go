@@ -78,10 +78,12 @@ var (
 )
 
 // testPrincipals: two tenants; alice may do everything an agent and an
-// approver do, bob only approves, carol is alice's twin in another tenant,
+// approver do, bob only approves, agent runs and reads runs as an agent
+// token does (no approval scope), carol is alice's twin in another tenant,
 // and nobody holds no scope at all (403 tests).
 var testPrincipals = []principalSpec{
 	{"alice", "acme", concat(runScopes, approverScopes, toolScopes)},
+	{"agent", "acme", concat([]string{"run.read", "run.write"}, toolScopes)},
 	{"bob", "acme", concat(approverScopes, []string{"run.read"})},
 	{"carol", "globex", concat(runScopes, approverScopes, toolScopes)},
 	{"nobody", "acme", nil},
