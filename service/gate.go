@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"gatehouse/engine"
+	"gatehouse/internal/pgdb"
 )
 
 // failureCircuitBreaker is the failure reason of a run the circuit breaker
@@ -128,7 +129,11 @@ func (s *Service) storedProposal(ctx context.Context, tx pgx.Tx, run Run, lease 
 		res.Result = &d
 	}
 	if inv.Decision.Decision == engine.DecisionAllowWithModifications {
-		res.EffectiveArguments = inv.Decision.ModifiedArguments
+		// The stored effective arguments, numbers kept as literals: the
+		// decision's copy went through float64 and would not hash the same.
+		if err := pgdb.UnmarshalNumbers(inv.EffectiveArguments, &res.EffectiveArguments); err != nil {
+			return ProposeResult{}, fmt.Errorf("decode effective arguments: %w", err)
+		}
 	}
 	return res, nil
 }

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"gatehouse/engine"
+	"gatehouse/internal/pgdb"
 	"gatehouse/rules"
 )
 
@@ -598,4 +600,55 @@ func TestProposePastDeadlineDenies(t *testing.T) {
 	mustEqual(t, "run", res.RunStatus, RunFailed)
 	mustEqual(t, "failure", b.run(c.run.ID).FailureReason, failureDeadlineExceeded)
 	mustEqual(t, "action.denied events", b.countEvents(c.run.ID, EventActionDenied), 1)
+}
+
+// allow_with_modifications persists both hashes and the effective
+// arguments on the invocation, and a repeated proposal answers with the
+// stored effective arguments, numbers intact (2^53+1 survives no float64).
+func TestAllowWithModificationsPersistsAndReplays(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	big := json.Number("9007199254740993")
+	rs, err := engine.NewLoadedRuleset(engine.Profile{
+		Name:  "modify",
+		Rules: profileRows(nil),
+		ToolRules: []engine.ProfileRule{{
+			Tool: "workspace.write_text", Decision: engine.DecisionAllowWithModifications,
+			Modifications: &engine.ArgumentModification{Set: map[string]any{"max_bytes": big, "dry_run": true}},
+		}},
+	}, []byte("modify-v1"), nil, []byte("hardline-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.svc = b.newService(&rules.Set{Rulesets: map[string]*engine.LoadedRuleset{"default": rs}, Default: "default", Catalog: b.policy.Catalog})
+	c := b.started()
+	req := action("workspace.write_text", map[string]any{"path": "a.txt", "text": "x"})
+	first := b.propose(c, req)
+	mustEqual(t, "decision", first.Decision, engine.DecisionAllowWithModifications)
+	again := b.propose(c, req)
+	for name, res := range map[string]ProposeResult{"first": first, "replay": again} {
+		if res.EffectiveArguments["max_bytes"] != big || res.EffectiveArguments["dry_run"] != true || res.EffectiveArguments["path"] != "a.txt" {
+			t.Fatalf("%s effective arguments: %#v", name, res.EffectiveArguments)
+		}
+	}
+
+	inv := b.invocation(c.run.ID, first.InvocationID)
+	_, proposed, _ := engine.NormalizeArguments(req.Arguments)
+	canonical, effective, err := engine.NormalizeArguments(first.EffectiveArguments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "proposed hash", inv.NormalizedArgumentsHash, proposed)
+	mustEqual(t, "effective hash", inv.EffectiveArgumentsHash, effective)
+	var stored string
+	if err := b.pool.QueryRow(b.ctx, `SELECT effective_arguments::text FROM tool_invocations WHERE id = $1`, inv.ID).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	var storedArgs map[string]any
+	if err := pgdb.UnmarshalNumbers([]byte(stored), &storedArgs); err != nil {
+		t.Fatal(err)
+	}
+	if again, _, _ := engine.NormalizeArguments(storedArgs); string(again) != string(canonical) {
+		t.Fatalf("stored effective arguments %s, want %s", again, canonical)
+	}
 }
