@@ -142,7 +142,7 @@ func (r approvalRepo) create(ctx context.Context, a approvalRow) (approvalRow, e
 		a.ToolName, string(a.SideEffect), string(a.Risk), a.Risk.Rank(), a.Arguments, a.ArgumentDigests,
 		a.PolicyReason, a.PolicyVersion, a.NormalizedArgumentsHash, a.RequestedScopes, a.AgentVersion))
 	if isUniqueViolation(err) {
-		return approvalRow{}, fmt.Errorf("create approval: action already has one: %w", ErrConflict)
+		return approvalRow{}, fmt.Errorf("create approval: action_id already used: %w", ErrConflict)
 	}
 	if err != nil {
 		return approvalRow{}, fmt.Errorf("create approval: %w", err)

@@ -3,6 +3,7 @@ package service
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -650,5 +651,28 @@ func TestAllowWithModificationsPersistsAndReplays(t *testing.T) {
 	}
 	if again, _, _ := engine.NormalizeArguments(storedArgs); string(again) != string(canonical) {
 		t.Fatalf("stored effective arguments %s, want %s", again, canonical)
+	}
+}
+
+// approvals.action_id is globally unique: a proposal that reuses another
+// run's action_id (in any tenant) and needs approval is a conflict, not a
+// 500, and leaves nothing behind.
+func TestProposeReusedActionIDAcrossRunsConflicts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other := setup(t, func(o *setupOpts) { o.pool = b.pool })
+	req := action("email.send", map[string]any{"to": "a@example.com"})
+	b.parked(b.started(), req)
+	c := other.started()
+	_, err := other.svc.Propose(other.ctx, other.owner, c.run.ID, c.lease, req)
+	wantErr(t, err, ErrConflict)
+	if strings.Contains(err.Error(), b.tenant) {
+		t.Fatalf("conflict names the other tenant: %v", err)
+	}
+	r := other.run(c.run.ID)
+	mustEqual(t, "run", r.Status, RunRunning)
+	invs, err := other.svc.ListInvocations(other.ctx, other.owner, c.run.ID)
+	if err != nil || len(invs) != 0 {
+		t.Fatalf("invocations left: %d %v", len(invs), err)
 	}
 }
