@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"gatehouse/engine"
 	"gatehouse/internal/pgdb"
@@ -674,5 +675,50 @@ func TestProposeReusedActionIDAcrossRunsConflicts(t *testing.T) {
 	invs, err := other.svc.ListInvocations(other.ctx, other.owner, c.run.ID)
 	if err != nil || len(invs) != 0 {
 		t.Fatalf("invocations left: %d %v", len(invs), err)
+	}
+}
+
+// New records each loaded profile: the policy_profiles row (its first load
+// kept) and a policy.profile.loaded event per load, in one transaction; a
+// one-shot command records nothing.
+func TestNewRecordsProfileLoads(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	name := "audit-" + uuid.NewString()[:8]
+	rs := testRuleset(t, name, "v1", nil, false)
+	policy := &rules.Set{Rulesets: map[string]*engine.LoadedRuleset{name: rs}, Default: name, Catalog: b.policy.Catalog}
+	load := func(replica string, skip bool) {
+		t.Helper()
+		if _, err := New(b.ctx, Config{Pool: b.pool, Policy: policy, Now: b.clock.Now, ReplicaID: replica, SkipProfileAudit: skip}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load("replica-1", false)
+	var loadedBy, rowXmin, eventXmin string
+	if err := b.pool.QueryRow(b.ctx, `SELECT loaded_by, xmin::text FROM policy_profiles WHERE policy_version = $1`,
+		rs.PolicyVersion()).Scan(&loadedBy, &rowXmin); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.pool.QueryRow(b.ctx, `SELECT xmin::text FROM events WHERE type = $1 AND payload->>'policy_version' = $2`,
+		EventPolicyProfileLoaded, rs.PolicyVersion()).Scan(&eventXmin); err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "loaded_by", loadedBy, "replica-1")
+	mustEqual(t, "row and event in one transaction", eventXmin, rowXmin)
+
+	load("replica-2", false)
+	load("cli", true)
+	if err := b.pool.QueryRow(b.ctx, `SELECT loaded_by FROM policy_profiles WHERE policy_version = $1`, rs.PolicyVersion()).Scan(&loadedBy); err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "first loaded_by kept", loadedBy, "replica-1")
+	rows, err := b.pool.Query(b.ctx, `SELECT payload->>'loaded_by' FROM events WHERE type = $1 AND payload->>'policy_version' = $2 ORDER BY id`,
+		EventPolicyProfileLoaded, rs.PolicyVersion())
+	if err != nil {
+		t.Fatal(err)
+	}
+	by, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || !slices.Equal(by, []string{"replica-1", "replica-2"}) {
+		t.Fatalf("load events by %v (%v)", by, err)
 	}
 }

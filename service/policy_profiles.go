@@ -8,17 +8,21 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// policyProfileUpsert records a loaded ruleset for audit. A replica loading
-// the same bytes again refreshes loaded_at and loaded_by.
-const policyProfileUpsert = `
+// policyProfileInsert records a loaded ruleset for audit. The row keeps the
+// first load (loaded_at, loaded_by) of those bytes; every later load is in
+// its policy.profile.loaded event only.
+const policyProfileInsert = `
 INSERT INTO policy_profiles (policy_version, profile_name, profile_sha256, hardline_sha256, rule_count, loaded_at, loaded_by)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
-ON CONFLICT (policy_version) DO UPDATE
-   SET loaded_at = EXCLUDED.loaded_at, loaded_by = EXCLUDED.loaded_by`
+ON CONFLICT (policy_version) DO NOTHING`
 
-// recordProfiles writes a policy_profiles row and a policy.profile.loaded
-// event per ruleset, in one transaction.
+// recordProfiles writes a policy_profiles row (first load only) and a
+// policy.profile.loaded event per ruleset, in one transaction, unless the
+// configuration says this process is not a server.
 func (s *Service) recordProfiles(ctx context.Context) error {
+	if s.cfg.SkipProfileAudit {
+		return nil
+	}
 	names := make([]string, 0, len(s.cfg.Policy.Rulesets))
 	for name := range s.cfg.Policy.Rulesets {
 		names = append(names, name)
@@ -28,7 +32,7 @@ func (s *Service) recordProfiles(ctx context.Context) error {
 	err := s.withTx(ctx, func(tx pgx.Tx, _ *afterCommit) error {
 		for _, name := range names {
 			rs := s.cfg.Policy.Rulesets[name]
-			if _, err := tx.Exec(ctx, policyProfileUpsert, rs.PolicyVersion(), rs.ProfileName(),
+			if _, err := tx.Exec(ctx, policyProfileInsert, rs.PolicyVersion(), rs.ProfileName(),
 				rs.ProfileSHA256(), rs.HardlineSHA256(), rs.RuleCount(), now, s.cfg.ReplicaID); err != nil {
 				return fmt.Errorf("record profile %s: %w", name, err)
 			}

@@ -33,6 +33,10 @@ type Config struct {
 	Metrics    Metrics
 	// ReplicaID names this process in leases and policy_profiles.loaded_by.
 	ReplicaID string
+	// SkipProfileAudit leaves policy_profiles and policy.profile.loaded
+	// alone: set by one-shot commands (the approval CLI), so only servers
+	// record the policy they load.
+	SkipProfileAudit bool
 }
 
 // Service is the application layer every surface calls: API, console, CLI.
@@ -50,8 +54,9 @@ type Service struct {
 	onAuthorize func(invocationID string)
 }
 
-// New builds a Service and records policy.profile.loaded for each ruleset,
-// as system-tenant events (SystemTenant) beside policy_profiles rows.
+// New builds a Service and, unless cfg.SkipProfileAudit, records
+// policy.profile.loaded for each ruleset, as system-tenant events
+// (SystemTenant) beside policy_profiles rows, in one transaction.
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Pool == nil {
 		return nil, errors.New("service: config needs a pool")

@@ -70,7 +70,7 @@ func runApproval(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("loading policy: %w", err)
 	}
-	svc, err := service.New(ctx, service.Config{Pool: pool, Policy: policy, ReplicaID: "cli"})
+	svc, err := service.New(ctx, service.Config{Pool: pool, Policy: policy, ReplicaID: "cli", SkipProfileAudit: true})
 	if err != nil {
 		return err
 	}
