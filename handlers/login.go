@@ -45,7 +45,7 @@ func (cn *console) loginToken(next echo.HandlerFunc) echo.HandlerFunc {
 // loginShow renders the sign-in form, or sends a signed-in human on.
 func (cn *console) loginShow(c echo.Context) error {
 	next := safeNext(c.QueryParam("next"))
-	if _, ok, err := cn.currentSession(c); err != nil {
+	if _, ok, err := cn.currentSession(c, true); err != nil {
 		return err
 	} else if ok || cn.s.cfg.DevMode {
 		return redirect(c, next)

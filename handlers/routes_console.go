@@ -22,7 +22,6 @@ func (s *Server) registerConsoleRoutes(e *echo.Echo) {
 
 	pages := e.Group("", withSecurityHeaders, cn.refuseCrossOrigin, readForm, cn.requireSession, requireFormToken)
 	pages.GET("/", cn.queue)
-	pages.GET("/queue/updates", cn.queueUpdates)
 	pages.GET("/approvals/:id", cn.approvalShow)
 	pages.POST("/approvals/:id/resolve", cn.approvalResolve)
 	pages.GET("/history", cn.history)
@@ -31,6 +30,10 @@ func (s *Server) registerConsoleRoutes(e *echo.Echo) {
 	pages.GET("/overview", cn.overview)
 	pages.POST("/logout", cn.logout)
 	pages.POST("/logout-everywhere", cn.logoutEverywhere)
+
+	// The queue's poll does not count as activity (idle timeout).
+	poll := e.Group("", withSecurityHeaders, cn.refuseCrossOrigin, cn.requireQuietSession)
+	poll.GET("/queue/updates", cn.queueUpdates)
 }
 
 // cacheStatic lets browsers keep the static files for an hour; they change

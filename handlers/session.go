@@ -121,13 +121,14 @@ func (cn *console) signIn(c echo.Context, p engine.Principal) (consoleSession, e
 }
 
 // currentSession resolves the cookie to a live session whose principal
-// still exists in the directory.
-func (cn *console) currentSession(c echo.Context) (consoleSession, bool, error) {
+// still exists in the directory; touch counts the request as activity
+// (the idle timeout starts again).
+func (cn *console) currentSession(c echo.Context, touch bool) (consoleSession, bool, error) {
 	id, _ := cn.cookie(c).Values[cookieKeySession].(string)
 	if id == "" {
 		return consoleSession{}, false, nil
 	}
-	row, ok, err := cn.store.get(c.Request().Context(), id, cn.s.now())
+	row, ok, err := cn.store.get(c.Request().Context(), id, cn.s.now(), touch)
 	if err != nil || !ok {
 		return consoleSession{}, false, err
 	}
@@ -142,8 +143,20 @@ func (cn *console) currentSession(c echo.Context) (consoleSession, bool, error) 
 // session is signed in as the dev principal; otherwise a page view goes to
 // the sign-in form and anything else is refused.
 func (cn *console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
+	return cn.sessionRequired(true, next)
+}
+
+// requireQuietSession is requireSession for requests a page makes on its
+// own, such as the queue's poll every few seconds: they need a live
+// session but are no sign of a human at the keyboard, so they do not hold
+// off the 30-minute idle timeout.
+func (cn *console) requireQuietSession(next echo.HandlerFunc) echo.HandlerFunc {
+	return cn.sessionRequired(false, next)
+}
+
+func (cn *console) sessionRequired(touch bool, next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		cs, ok, err := cn.currentSession(c)
+		cs, ok, err := cn.currentSession(c, touch)
 		if err != nil {
 			return err
 		}

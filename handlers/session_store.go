@@ -105,9 +105,10 @@ func (st *sessionStore) create(ctx context.Context, id, tenantID, principalID, c
 	return nil
 }
 
-// get returns a live session (within both lifetimes) and refreshes its idle
-// clock; ok is false when there is none.
-func (st *sessionStore) get(ctx context.Context, id string, now time.Time) (row sessionRow, ok bool, err error) {
+// get returns a live session (within both lifetimes); ok is false when
+// there is none. With touch, the request counts as activity and refreshes
+// the session's idle clock.
+func (st *sessionStore) get(ctx context.Context, id string, now time.Time, touch bool) (row sessionRow, ok bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, dbTimeout)
 	defer cancel()
 	key := hashSessionID(id)
@@ -120,7 +121,7 @@ func (st *sessionStore) get(ctx context.Context, id string, now time.Time) (row 
 	if err != nil {
 		return sessionRow{}, false, fmt.Errorf("session: get: %w", err)
 	}
-	if now.Sub(lastSeen) >= sessionTouchEvery {
+	if touch && now.Sub(lastSeen) >= sessionTouchEvery {
 		if _, err := st.pool.Exec(ctx, sessionTouch, key, now); err != nil {
 			return sessionRow{}, false, fmt.Errorf("session: touch: %w", err)
 		}
