@@ -59,6 +59,14 @@ valid if {
 	profile
 	action.kind == tool.kind
 	object.get(action, "version", "") in {"", tool.version}
+	not claims_root_target
+}
+
+# Provider and MCP targets come from the catalog, never from the request.
+claims_root_target if {
+	tool.mcp_server_id == ""
+	tool.target == ""
+	object.get(action, ["target", "kind"], "") in {"web_provider", "browser_provider", "mcp_server"}
 }
 
 missing_scopes := {s | some s in tool.required_scopes; not s in {x | some x in input.scopes}}
@@ -248,7 +256,11 @@ row_result := {"decision": row.decision, "reason_code": reason} if {
 
 condition("")
 
-condition("target_isolated") if target.isolated == true
+# Only a sandbox is an isolated execution target.
+condition("target_isolated") if {
+	target.kind == "sandbox"
+	target.isolated == true
+}
 
 condition("constructed_provider_target") if target.kind in {"web_provider", "browser_provider"}
 

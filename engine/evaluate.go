@@ -163,7 +163,9 @@ func conditionHolds(c condition, a *ProposedAction) bool {
 		}
 		return false
 	case condTargetIsolated:
-		return a.Target.Isolated
+		// Only a sandbox is an isolated execution target; the flag on any
+		// other kind (in_process, device, ...) is a claim nothing backs.
+		return a.Target.Kind == TargetSandbox && a.Target.Isolated
 	}
 	return false
 }

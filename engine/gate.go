@@ -69,6 +69,13 @@ func Gate(req ActionRequest, cat *Catalog, run RunSnapshot, p Principal, rs *Loa
 		action.Target = ExecutionTarget{Kind: TargetMCPServer, ServerID: spec.MCPServerID}
 	case spec.Target != "":
 		action.Target = ExecutionTarget{Kind: spec.Target}
+	case compositionRootTarget(action.Target.Kind):
+		// Provider and MCP targets are fixed by the catalog (the
+		// composition root); a request claiming one for a tool without a
+		// fixed target would buy itself constructed_provider_target.
+		out.Action = action
+		out.Decision = unclassifiable(&action, version, explainClaimedTarget)
+		return out
 	}
 	out.Action = action
 
@@ -101,6 +108,20 @@ func Gate(req ActionRequest, cat *Catalog, run RunSnapshot, p Principal, rs *Loa
 // explainUnrepresentable is the explanation for arguments NormalizeArguments
 // refuses.
 const explainUnrepresentable = "request failed validation: arguments nest deeper than 64 levels or hold a value JSON cannot carry"
+
+// explainClaimedTarget explains a request that claims a target only the
+// catalog may assign.
+const explainClaimedTarget = "request failed validation: a web_provider, browser_provider or mcp_server target comes from the catalog, not the request"
+
+// compositionRootTarget reports whether a target kind is one only the
+// catalog may assign.
+func compositionRootTarget(kind string) bool {
+	switch kind {
+	case TargetWebProvider, TargetBrowserProvider, TargetMCPServer:
+		return true
+	}
+	return false
+}
 
 // validateRequest checks what the agent sent, strictly: a request the gate
 // cannot read exactly is unclassifiable, never guessed at.
