@@ -9,7 +9,8 @@ import (
 	"gatehouse/web/templates"
 )
 
-// approvalShow is one approval with its run's timeline.
+// approvalShow is one approval with, for a viewer holding run.read (what
+// GET /v1/events needs), its run's timeline.
 func (cn *console) approvalShow(c echo.Context) error {
 	if err := requireConsoleScope(c, scopeApprovalRead); err != nil {
 		return err
@@ -20,22 +21,20 @@ func (cn *console) approvalShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	evs, err := cn.s.cfg.Service.ListEvents(ctx, p, service.EventFilter{RunID: a.RunID, Limit: timelineLimit})
-	if err != nil {
+	m := templates.DetailPage{PolicyVersion: a.PolicyVersion}
+	if requireConsoleScope(c, scopeRunRead) == nil {
+		evs, err := cn.s.cfg.Service.ListEvents(ctx, p, service.EventFilter{RunID: a.RunID, Limit: timelineLimit})
+		if err != nil {
+			return err
+		}
+		m.ShowTimeline, m.Timeline = true, timelineView(evs)
+	}
+	if m.Page, err = cn.page(c, "", "Approval"); err != nil {
 		return err
 	}
-	page, err := cn.page(c, "", "Approval")
-	if err != nil {
-		return err
-	}
-	card := cardView(a, p, cn.s.now(), "")
-	card.CSRF, card.Back = page.CSRF, card.DetailURL()
-	return cn.render(c, http.StatusOK, templates.Detail(templates.DetailPage{
-		Page:          page,
-		Card:          card,
-		PolicyVersion: a.PolicyVersion,
-		Timeline:      timelineView(evs),
-	}))
+	m.Card = cardView(a, p, cn.s.now(), "")
+	m.Card.CSRF, m.Card.Back = m.Page.CSRF, m.Card.DetailURL()
+	return cn.render(c, http.StatusOK, templates.Detail(m))
 }
 
 // timelineLimit is the most events a run page shows: a run with more is

@@ -14,7 +14,11 @@ import (
 
 // policyShow is what this process loaded: the default profile's version
 // and matrix, the hardline rule ids and every tool's effective decision.
+// It needs run.read, as GET /v1/tools does.
 func (cn *console) policyShow(c echo.Context) error {
+	if err := requireConsoleScope(c, scopeRunRead); err != nil {
+		return err
+	}
 	page, err := cn.page(c, "policy", "Policy")
 	if err != nil {
 		return err

@@ -167,6 +167,7 @@ func TestDetailTemplate(t *testing.T) {
 		Page:          templates.Page{Title: "Approval", User: "Alice Ng", CSRF: "token"},
 		Card:          card,
 		PolicyVersion: "default@0123456789ab+h01234567",
+		ShowTimeline:  true,
 		Timeline:      evs,
 	}))
 	golden(t, "detail.html", doc)

@@ -134,11 +134,13 @@ type Event struct {
 	Text string
 }
 
-// DetailPage is one approval with its run's timeline.
+// DetailPage is one approval with its run's timeline, which is shown
+// only to a viewer who may read runs (run.read).
 type DetailPage struct {
 	Page
 	Card          Card
 	PolicyVersion string
+	ShowTimeline  bool
 	Timeline      []Event
 }
 
