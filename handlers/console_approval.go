@@ -33,7 +33,7 @@ func (cn *console) approvalShow(c echo.Context) error {
 		return err
 	}
 	m.Card = cardView(a, p, cn.s.now(), "")
-	m.Card.CSRF, m.Card.Back = m.Page.CSRF, m.Card.DetailURL()
+	m.Card.CSRF, m.Card.Back = m.CSRF, m.Card.DetailURL()
 	return cn.render(c, http.StatusOK, templates.Detail(m))
 }
 
