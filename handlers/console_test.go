@@ -258,3 +258,25 @@ func (b *bundle) signedIn(name string) *http.Client {
 	}
 	return hc
 }
+
+// sessionCookie is the console cookie hc holds.
+func (b *bundle) sessionCookie(hc *http.Client) *http.Cookie {
+	b.t.Helper()
+	u, _ := url.Parse(b.base)
+	for _, c := range hc.Jar.Cookies(u) {
+		if c.Name == cookieName {
+			return c
+		}
+	}
+	b.t.Fatal("no console cookie")
+	return nil
+}
+
+// withCookie is a fresh client holding only the given console cookie.
+func (b *bundle) withCookie(c *http.Cookie) *http.Client {
+	b.t.Helper()
+	hc := b.browser()
+	u, _ := url.Parse(b.base)
+	hc.Jar.SetCookies(u, []*http.Cookie{c})
+	return hc
+}

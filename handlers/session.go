@@ -106,13 +106,21 @@ type consoleSession struct {
 	CSRF      string
 }
 
-// signIn starts a server-side session and points the cookie at it.
+// signIn starts a server-side session and points the cookie at it. A
+// session the cookie pointed at before ends first: signing in again never
+// leaves the old id live (no fixation, no leftovers).
 func (cn *console) signIn(c echo.Context, p engine.Principal) (consoleSession, error) {
+	ctx := c.Request().Context()
+	sess := cn.cookie(c)
+	if old, _ := sess.Values[cookieKeySession].(string); old != "" {
+		if err := cn.store.delete(ctx, old); err != nil {
+			return consoleSession{}, err
+		}
+	}
 	id, csrf := randomToken(), randomToken()
-	if err := cn.store.create(c.Request().Context(), id, p.TenantID, p.ID, csrf, cn.s.now()); err != nil {
+	if err := cn.store.create(ctx, id, p.TenantID, p.ID, csrf, cn.s.now()); err != nil {
 		return consoleSession{}, err
 	}
-	sess := cn.cookie(c)
 	sess.Values = map[any]any{cookieKeySession: id}
 	if err := cn.saveCookie(c, sess); err != nil {
 		return consoleSession{}, err

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -32,5 +33,29 @@ func TestIdleTimeoutIgnoresThePoll(t *testing.T) {
 	}
 	if r := b.get(browsed, "/"); r.Status != http.StatusOK {
 		t.Errorf("page view 2 minutes after the last one: %d, want 200", r.Status)
+	}
+}
+
+// Signing in again over a live session ends the old one: its cookie,
+// copied before, no longer opens the console.
+func TestSignInAgainEndsTheOldSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	hc := b.signedIn("full")
+	old := b.sessionCookie(hc)
+	// The cookie holds a session, not the sign-in form's token: htmx's
+	// header is the write's second check.
+	r := b.postForm(hc, "/login", url.Values{"id": {b.id("full")}, "password": {testPassword}}, "HX-Request", "true")
+	if r.Header.Get("HX-Redirect") != "/" {
+		t.Fatalf("second sign-in: %d %.200s", r.Status, r.Body)
+	}
+	if fresh := b.sessionCookie(hc); fresh.Value == old.Value {
+		t.Fatal("the second sign-in kept the cookie")
+	}
+	if r := b.get(hc, "/"); r.Status != http.StatusOK {
+		t.Fatalf("the new session: %d, want 200", r.Status)
+	}
+	if r := b.get(b.withCookie(old), "/"); r.Status != http.StatusSeeOther {
+		t.Errorf("the old session's cookie: %d, want 303 to /login", r.Status)
 	}
 }
