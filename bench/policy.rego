@@ -115,12 +115,33 @@ blocks(rule) if {
 	regex.match(rule.pattern, p)
 }
 
+# A string is read as given and after each of up to three percent
+# decodings (a URL nested in a query parameter); ? and & split tokens too.
+# urlquery.decode refuses a string with any invalid escape, where the engine
+# decodes the valid ones: the corpus has no such case.
 blocks(rule) if {
 	rule.kind == "egress_host"
 	some v in read_values(rule, [])
-	some tok in regex.split("[ \t\r\n\"'`,;<>(){}|]", v)
-	blocked_host(rule, host_of(tok))
+	some d in percent_forms(v)
+	some tok in regex.split("[ \t\r\n\"'`,;<>(){}|?&]", d)
+	blocked_host(rule, host_of(tok), tok)
 }
+
+percent_forms(v) := {v} | percent_decoded(v)
+
+percent_decoded(v) := {d1, d2, d3} if {
+	contains(v, "%")
+	d1 := urlquery.decode(v)
+	d2 := urlquery.decode(d1)
+	d3 := urlquery.decode(d2)
+} else := {d1, d2} if {
+	contains(v, "%")
+	d1 := urlquery.decode(v)
+	d2 := urlquery.decode(d1)
+} else := {d1} if {
+	contains(v, "%")
+	d1 := urlquery.decode(v)
+} else := set()
 
 blocks(rule) if {
 	rule.kind == "credential_egress"
@@ -204,11 +225,21 @@ dotdots(segs, a, b) := count([k | some k in span(a, b); segs[k] == ".."])
 span(a, b) := numbers.range(a, b) if a <= b else := []
 
 # The host of a URL, a host:port, a key=value or a bare host.
-host_of(tok) := lower(trim_right(h, ".")) if {
+host_of(tok) := lower(trim_right(strip_port(host_port(tok)), "."))
+
+host_port(tok) := m[0][1] if {
 	m := regex.find_all_string_submatch_n(`^(?:[^/]*://|//|[^=/]*=)?(?:[^@/?#\\]*@)?(\[[^\]]*\]?|[^/?#\\]*)`, tok, 1)
-	raw := m[0][1]
-	h := strip_port(raw)
 }
+
+# A token is unmistakably an address, not a word, with a scheme or // before
+# the host, a bracketed IPv6 host, or a port after it.
+qualified(tok) if contains(tok, "://")
+
+qualified(tok) if startswith(tok, "//")
+
+qualified(tok) if startswith(host_port(tok), "[")
+
+qualified(tok) if regex.match(`^[^:]*:[0-9]{1,5}$`, host_port(tok))
 
 strip_port(raw) := trim(regex.find_n(`^\[[^\]]*`, raw, 1)[0], "[") if startswith(raw, "[")
 
@@ -222,12 +253,21 @@ strip_port(raw) := raw if {
 	count(indexof_n(raw, ":")) != 1
 }
 
-blocked_host(rule, h) if {
+# A single-label name (GCE's "metadata") is blocked only as an address.
+blocked_host(rule, h, _) if {
 	h != ""
 	h in rule.hostnames
+	contains(h, ".")
 }
 
-blocked_host(rule, h) if {
+blocked_host(rule, h, tok) if {
+	h != ""
+	h in rule.hostnames
+	not contains(h, ".")
+	qualified(tok)
+}
+
+blocked_host(rule, h, _) if {
 	h != ""
 	some cidr in rule.cidrs
 	net.cidr_contains(cidr, h)

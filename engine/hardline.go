@@ -367,23 +367,80 @@ func (h *compiledHardline) matchPath(p string) bool {
 
 // matchEgress reports whether s names a blocked host: the whole string, or
 // any token of it, read as a URL, host:port, bracketed IPv6 or bare host.
+// A string with percent escapes is read again after each of up to
+// maxPercentDecodes decodings, so a URL nested in a query parameter
+// (?u=http%3A%2F%2F169.254.169.254) is read as the URL it is.
 func (h *compiledHardline) matchEgress(s string) bool {
+	for range maxPercentDecodes + 1 {
+		if h.matchEgressTokens(s) {
+			return true
+		}
+		decoded, changed := percentDecode(s)
+		if !changed {
+			return false
+		}
+		s = decoded
+	}
+	return false
+}
+
+// maxPercentDecodes bounds how many layers of percent-encoding are peeled.
+const maxPercentDecodes = 3
+
+func (h *compiledHardline) matchEgressTokens(s string) bool {
 	start := 0
 	for i := 0; i <= len(s); i++ {
 		if i < len(s) && !tokenBreak[s[i]] {
 			continue
 		}
-		if i > start && h.blockedHost(hostOf(s[start:i])) {
-			return true
+		if i > start {
+			if host, qualified := hostOf(s[start:i]); h.blockedHost(host, qualified) {
+				return true
+			}
 		}
 		start = i + 1
 	}
 	return false
 }
 
-// tokenBreak marks the bytes that separate host candidates in free text.
+// percentDecode decodes every valid %XX escape and leaves anything else as
+// it is: an invalid escape elsewhere must not keep the rest encoded.
+func percentDecode(s string) (string, bool) {
+	if strings.IndexByte(s, '%') < 0 {
+		return s, false
+	}
+	var b strings.Builder
+	changed := false
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			changed = true
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String(), changed
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
+}
+
+// tokenBreak marks the bytes that separate host candidates in free text;
+// ? and & also split a URL from the parameters of its query.
 var tokenBreak = func() (t [256]bool) {
-	for _, c := range []byte(" \t\r\n\"'`,;<>(){}|") {
+	for _, c := range []byte(" \t\r\n\"'`,;<>(){}|?&") {
 		t[c] = true
 	}
 	return t
@@ -391,11 +448,13 @@ var tokenBreak = func() (t [256]bool) {
 
 // hostOf extracts the host of a URL, a host:port or a bare host, without
 // allocating: scheme, userinfo, port, path, query and fragment are cut.
-func hostOf(tok string) string {
+// qualified reports whether the token was unmistakably a network address
+// (a scheme or // before the host, or a port after it) rather than a word.
+func hostOf(tok string) (host string, qualified bool) {
 	if i := strings.Index(tok, "://"); i >= 0 {
-		tok = tok[i+3:]
+		tok, qualified = tok[i+3:], true
 	} else if strings.HasPrefix(tok, "//") {
-		tok = tok[2:]
+		tok, qualified = tok[2:], true
 	} else if i := strings.IndexByte(tok, '='); i >= 0 {
 		tok = tok[i+1:] // --url=host, key=value
 	}
@@ -410,17 +469,33 @@ func hostOf(tok string) string {
 	}
 	if strings.HasPrefix(tok, "[") {
 		if i := strings.IndexByte(tok, ']'); i >= 0 {
-			return tok[1:i]
+			return tok[1:i], true
 		}
-		return tok[1:]
+		return tok[1:], true
 	}
 	if strings.Count(tok, ":") == 1 {
-		tok = tok[:strings.IndexByte(tok, ':')]
+		i := strings.IndexByte(tok, ':')
+		tok, qualified = tok[:i], qualified || isPort(tok[i+1:])
 	}
-	return tok
+	return tok, qualified
 }
 
-func (h *compiledHardline) blockedHost(host string) bool {
+func isPort(s string) bool {
+	if s == "" || len(s) > 5 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// blockedHost reports whether host is blocked. A single-label name such as
+// GCE's "metadata" is matched only when qualified: as a word in free text
+// it names nothing.
+func (h *compiledHardline) blockedHost(host string, qualified bool) bool {
 	if unusualHost(host) {
 		if strings.IndexByte(host, '%') >= 0 {
 			// Percent-encoded host (or an IPv6 zone, which ParseAddr handles).
@@ -436,7 +511,7 @@ func (h *compiledHardline) blockedHost(host string) bool {
 		return false
 	}
 	for _, name := range h.hostnames {
-		if strings.EqualFold(host, name) {
+		if strings.EqualFold(host, name) && (qualified || strings.IndexByte(name, '.') >= 0) {
 			return true
 		}
 	}
