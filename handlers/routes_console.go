@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"io/fs"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -13,8 +14,7 @@ import (
 func (s *Server) registerConsoleRoutes(e *echo.Echo) {
 	cn := newConsole(s)
 
-	static := http.StripPrefix("/static/", http.FileServerFS(web.Static()))
-	e.GET("/static/*", echo.WrapHandler(static), withSecurityHeaders, cacheStatic)
+	e.Match([]string{http.MethodGet, http.MethodHead}, "/static/*", staticFiles(web.Static()), withSecurityHeaders, cacheStatic)
 
 	login := e.Group("", withSecurityHeaders, cn.refuseCrossOrigin, readForm, cn.loginToken, requireFormToken)
 	login.GET("/login", cn.loginShow)
@@ -34,6 +34,23 @@ func (s *Server) registerConsoleRoutes(e *echo.Echo) {
 	// The queue's poll does not count as activity (idle timeout).
 	poll := e.Group("", withSecurityHeaders, cn.refuseCrossOrigin, cn.requireQuietSession)
 	poll.GET("/queue/updates", cn.queueUpdates)
+}
+
+// staticFiles serves the files of fsys for GET and HEAD (with ranges and
+// conditional requests); a directory or a missing file is 404, never a
+// listing.
+func staticFiles(fsys fs.FS) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		name := c.Param("*")
+		if !fs.ValidPath(name) || name == "." {
+			return echo.ErrNotFound
+		}
+		if fi, err := fs.Stat(fsys, name); err != nil || fi.IsDir() {
+			return echo.ErrNotFound
+		}
+		http.ServeFileFS(c.Response(), c.Request(), fsys, name)
+		return nil
+	}
 }
 
 // cacheStatic lets browsers keep the static files for an hour; they change
