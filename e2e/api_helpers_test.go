@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -133,4 +136,43 @@ func park(t testing.TB, c *client.Client) (*agent, service.ProposeResult) {
 		t.Fatalf("parking action: %+v", res)
 	}
 	return a, res
+}
+
+var csrfField = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+
+// consoleLogin signs a principal in through the console's sign-in form over
+// plain HTTP and returns the session cookie the browser would hold.
+func consoleLogin(t testing.TB, srv *server, id string) *http.Cookie {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Get(srv.BaseURL + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := csrfField.FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("no form token on the sign-in page (%d)", resp.StatusCode)
+	}
+	resp, err = hc.PostForm(srv.BaseURL+"/login", url.Values{"_csrf": {string(m[1])}, "id": {id}, "password": {srv.Password(id)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("console sign-in as %s: %d", id, resp.StatusCode)
+	}
+	u, _ := url.Parse(srv.BaseURL)
+	for _, c := range jar.Cookies(u) {
+		if c.Name == "gh_session" {
+			return c
+		}
+	}
+	t.Fatal("no gh_session cookie after signing in")
+	return nil
 }

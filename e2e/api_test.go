@@ -73,6 +73,8 @@ var apiRoutes = []route{
 }
 
 func testAuthAndScopes(t *testing.T, srv *server) {
+	// A live console session of a principal holding every route's scope.
+	session := consoleLogin(t, srv, "alice")
 	for _, r := range apiRoutes {
 		url := srv.BaseURL + r.path
 		if st, body := rawCall(t, r.method, url, "", "{}"); st != http.StatusUnauthorized || errorCode(body) != "unauthenticated" {
@@ -81,9 +83,9 @@ func testAuthAndScopes(t *testing.T, srv *server) {
 		if st, body := rawCall(t, r.method, url, "ghs_not-a-real-token", "{}"); st != http.StatusUnauthorized || errorCode(body) != "unauthenticated" {
 			t.Errorf("%s %s with a bad token: %d %v", r.method, r.path, st, body)
 		}
-		// A cookie is no credential for the JSON API.
-		if st, _ := rawCall(t, r.method, url, "", "{}", "Cookie", "gatehouse_session=anything"); st != http.StatusUnauthorized {
-			t.Errorf("%s %s with only a cookie: %d", r.method, r.path, st)
+		// The console's cookie is no credential for the JSON API.
+		if st, body := rawCall(t, r.method, url, "", "{}", "Cookie", session.Name+"="+session.Value); st != http.StatusUnauthorized || errorCode(body) != "unauthenticated" {
+			t.Errorf("%s %s with only a live console cookie: %d %v, want 401", r.method, r.path, st, body)
 		}
 		st, body := rawCall(t, r.method, url, srv.Token("nobody"), "{}")
 		if r.scope == "" {
