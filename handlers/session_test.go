@@ -59,3 +59,46 @@ func TestSignInAgainEndsTheOldSession(t *testing.T) {
 		t.Errorf("the old session's cookie: %d, want 303 to /login", r.Status)
 	}
 }
+
+// "Sign out everywhere" ends every session of the principal, on every
+// device, and no one else's.
+func TestSignOutEverywhere(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	phone, laptop, other := b.signedIn("full"), b.signedIn("full"), b.signedIn("reader")
+	tok := b.formToken(b.get(phone, "/"))
+	if r := b.postForm(phone, "/logout-everywhere", url.Values{"_csrf": {tok}}); r.Status != http.StatusSeeOther {
+		t.Fatalf("sign out everywhere: %d %.200s", r.Status, r.Body)
+	}
+	for name, hc := range map[string]*http.Client{"phone": phone, "laptop": laptop} {
+		if r := b.get(hc, "/"); r.Status != http.StatusSeeOther {
+			t.Errorf("%s after signing out everywhere: %d, want 303 to /login", name, r.Status)
+		}
+	}
+	if r := b.get(other, "/"); r.Status != http.StatusOK {
+		t.Errorf("another principal's session: %d, want 200", r.Status)
+	}
+}
+
+// Every console answer (page, sign-in form, error page, static file)
+// carries the security headers: a CSP without inline script or style, no
+// framing, no referrer.
+func TestConsoleSecurityHeaders(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	hc := b.signedIn("full")
+	for _, path := range []string{"/", "/login", "/policy", "/approvals/00000000-0000-4000-8000-000000000000", "/static/console.css"} {
+		r := b.get(hc, path)
+		csp := r.Header.Get("Content-Security-Policy")
+		if csp == "" || strings.Contains(csp, "'unsafe-inline'") || strings.Contains(csp, "'unsafe-eval'") ||
+			!strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "script-src 'self'") {
+			t.Errorf("GET %s (%d): Content-Security-Policy %q", path, r.Status, csp)
+		}
+		if got := r.Header.Get("Referrer-Policy"); got != "no-referrer" {
+			t.Errorf("GET %s: Referrer-Policy %q, want no-referrer", path, got)
+		}
+		if got := r.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("GET %s: X-Content-Type-Options %q, want nosniff", path, got)
+		}
+	}
+}
