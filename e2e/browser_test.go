@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
@@ -259,8 +260,13 @@ func TestBrowserLiveQueue(t *testing.T) {
 
 func TestBrowserPhoneLayout(t *testing.T) {
 	srv := startServer(t, serverOptions{})
+	var parked service.ProposeResult
+	var run string
 	for _, req := range queueMix {
-		parkTool(t, srv, req)
+		a, res := parkTool(t, srv, req)
+		if req.Name == "blog.publish" { // the longest arguments
+			parked, run = res, a.run.ID
+		}
 	}
 	ctx := newBrowser(t)
 	login(t, ctx, srv, "bob")
@@ -271,7 +277,8 @@ func TestBrowserPhoneLayout(t *testing.T) {
 		.filter(e => e.offsetParent !== null && !e.classList.contains('skip'))
 		.filter(e => e.getBoundingClientRect().height < 44)
 		.map(e => e.tagName + ' ' + (e.textContent || e.name || '').trim().slice(0, 40) + ' ' + Math.round(e.getBoundingClientRect().height) + 'px')`
-	for _, page := range []string{"/", "/history", "/overview", "/policy"} {
+	check := func(page string) {
+		t.Helper()
 		do(t, ctx, "phone "+page, chromedp.Navigate(srv.BaseURL+page), chromedp.WaitVisible(css(`main`)))
 		if width := get(t, ctx, "scroll width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); width > 360 {
 			t.Errorf("%s: horizontal overflow, scrollWidth %d > 360", page, width)
@@ -279,10 +286,18 @@ func TestBrowserPhoneLayout(t *testing.T) {
 		if small := get(t, ctx, "tap targets", chromedp.Evaluate[[]string](tooSmall)); len(small) > 0 {
 			t.Errorf("%s: tap targets under 44px: %v", page, small)
 		}
+	}
+	for _, page := range []string{"/", "/history", "/overview", "/policy", "/approvals/" + parked.ApprovalID, "/runs/" + run} {
+		check(page)
 		if page == "/" {
 			screenshot(t, ctx, "queue-phone.png", "queue-phone.png")
 		}
 	}
+	// The sign-in form, as a signed-out visitor sees it.
+	if _, err := chromedp.Call(ctx, network.ClearBrowserCookies, cdp.Empty{}); err != nil {
+		t.Fatalf("clearing cookies: %v", err)
+	}
+	check("/login")
 }
 
 func TestBrowserArgumentsAreInert(t *testing.T) {
