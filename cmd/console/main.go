@@ -20,7 +20,7 @@ commands:
   migrate up|status     database migrations
   policy version|check|eval
                         the loaded policy; eval dry-runs the gate on stdin
-  approval list|show ID|resolve ID approve_once|deny [--reason R]
+  approval --principal ID list|show ID|resolve ID approve_once|deny [--reason R]
   principal hash-password|new-token
   demo                  a demo agent that submits runs and proposes actions
 `
