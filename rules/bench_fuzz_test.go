@@ -55,6 +55,14 @@ func BenchmarkEvaluate(b *testing.B) {
 	b.Run("allow", func(b *testing.B) {
 		run(b, func(d engine.PolicyDecision) bool { return d.Decision == engine.DecisionAllow })
 	})
+	// Most allowed corpus cases are hardline near misses: shell commands
+	// that every command rule's regular expression must read. The allow
+	// path of an action with no command shows the evaluator's own cost.
+	b.Run("allow_without_command", func(b *testing.B) {
+		run(b, func(d engine.PolicyDecision) bool {
+			return d.Decision == engine.DecisionAllow && d.SideEffect != engine.SideEffectCodeExecution
+		})
+	})
 }
 
 // BenchmarkGate is the whole pure gate: validation, catalog, scopes,
