@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -74,8 +75,10 @@ RETURNING ` + approvalColumns
 const approvalSetRevalidated = `UPDATE approvals SET revalidated_policy_version = $2 WHERE id = $1`
 
 // approvalListPending is the queue: critical first, then oldest first,
-// keyset-paginated on (risk_rank DESC, created_at, id) over the partial
-// queue index.
+// keyset-paginated. The position is ($7, $8, $9) over (-risk_rank,
+// created_at, id), all ascending, so it is an index condition on the queue
+// index and a deep page costs what the first one does; the first page
+// passes a position before every row (queueStart).
 const approvalListPending = `
 SELECT ` + approvalColumns + ` FROM approvals
  WHERE tenant_id = $1 AND status = 'pending'
@@ -84,9 +87,8 @@ SELECT ` + approvalColumns + ` FROM approvals
    AND ($4::text = '' OR risk = $4)
    AND ($5::timestamptz IS NULL OR created_at >= $5)
    AND ($6::timestamptz IS NULL OR created_at < $6)
-   AND ($7::smallint IS NULL OR risk_rank < $7
-        OR (risk_rank = $7 AND (created_at, id) > ($8::timestamptz, $9::uuid)))
- ORDER BY risk_rank DESC, created_at, id
+   AND (-risk_rank, created_at, id) > ($7::int, $8::timestamptz, $9::uuid)
+ ORDER BY -risk_rank, created_at, id
  LIMIT $10`
 
 // approvalListHistory lists final approvals, newest resolution first;
@@ -101,7 +103,7 @@ SELECT ` + approvalColumns + ` FROM approvals
    AND ($6::text = '' OR resolved_by = $6)
    AND ($7::timestamptz IS NULL OR resolved_at >= $7)
    AND ($8::timestamptz IS NULL OR resolved_at < $8)
-   AND ($9::timestamptz IS NULL OR (resolved_at, id) < ($9, $10::uuid))
+   AND (resolved_at, id) < ($9::timestamptz, $10::uuid)
  ORDER BY resolved_at DESC, id DESC
  LIMIT $11`
 
@@ -280,6 +282,13 @@ type approvalCursor struct {
 	ID   string    `json:"i"`
 }
 
+// The positions before the first row of each order: a rank above every
+// risk, and instants before (queue) or after (history) every row.
+var (
+	queueStart   = approvalCursor{Rank: math.MaxInt16, At: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), ID: "00000000-0000-0000-0000-000000000000"}
+	historyStart = approvalCursor{At: time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), ID: "ffffffff-ffff-ffff-ffff-ffffffffffff"}
+)
+
 func encodeCursor(c approvalCursor) string {
 	b, _ := json.Marshal(c) // a struct of plain fields always encodes
 	return base64.RawURLEncoding.EncodeToString(b)
@@ -329,17 +338,18 @@ func (s *Service) ListApprovals(ctx context.Context, p engine.Principal, f Appro
 	}
 	var rows pgx.Rows
 	if pending {
-		var rank, at, id any
+		c := queueStart
 		if cur != nil {
-			rank, at, id = cur.Rank, cur.At, cur.ID
+			c = *cur
 		}
 		rows, err = s.pool.Query(ctx, approvalListPending, p.TenantID, nullUUID(f.RunID), nullUUID(f.SessionID),
-			string(f.Risk), f.Since, f.Until, rank, at, id, limit+1)
+			string(f.Risk), f.Since, f.Until, -int(c.Rank), c.At, c.ID, limit+1)
 	} else {
-		var at, id any
+		c := historyStart
 		if cur != nil {
-			at, id = cur.At, cur.ID
+			c = *cur
 		}
+		at, id := c.At, c.ID
 		rows, err = s.pool.Query(ctx, approvalListHistory, p.TenantID, status, nullUUID(f.RunID),
 			nullUUID(f.SessionID), string(f.Risk), f.ResolvedBy, f.Since, f.Until, at, id, limit+1)
 	}
