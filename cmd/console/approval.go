@@ -14,7 +14,6 @@ import (
 
 	"gatehouse/auth"
 	"gatehouse/engine"
-	"gatehouse/rules"
 	"gatehouse/service"
 )
 
@@ -62,11 +61,7 @@ func runApproval(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer pool.Close()
-	policy, err := rules.Load(rules.Options{
-		PolicyDir:      os.Getenv("CONSOLE_POLICY_DIR"),
-		ToolsFile:      os.Getenv("CONSOLE_TOOLS"),
-		DefaultProfile: os.Getenv("CONSOLE_POLICY_PROFILE"),
-	})
+	policy, err := loadPolicyFromEnv()
 	if err != nil {
 		return fmt.Errorf("loading policy: %w", err)
 	}

@@ -32,11 +32,7 @@ func runPolicy(args []string, stdin io.Reader, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: policy %s takes no arguments", errUsage, args[0])
 	}
-	set, err := rules.Load(rules.Options{
-		PolicyDir:      os.Getenv("CONSOLE_POLICY_DIR"),
-		ToolsFile:      os.Getenv("CONSOLE_TOOLS"),
-		DefaultProfile: os.Getenv("CONSOLE_POLICY_PROFILE"),
-	})
+	set, err := loadPolicyFromEnv()
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
@@ -139,5 +135,16 @@ func policyEval(set *rules.Set, profileFlag string, stdin io.Reader, stdout io.W
 		Risk:          out.Decision.Risk,
 		SideEffect:    out.Decision.SideEffect,
 		MissingScopes: out.MissingScopes,
+	})
+}
+
+// loadPolicyFromEnv loads the built-in policy files with the operator's
+// CONSOLE_POLICY_DIR, CONSOLE_TOOLS and CONSOLE_POLICY_PROFILE, as the
+// one-shot commands read them (serve takes flags over the same variables).
+func loadPolicyFromEnv() (*rules.Set, error) {
+	return rules.Load(rules.Options{
+		PolicyDir:      os.Getenv("CONSOLE_POLICY_DIR"),
+		ToolsFile:      os.Getenv("CONSOLE_TOOLS"),
+		DefaultProfile: os.Getenv("CONSOLE_POLICY_PROFILE"),
 	})
 }
