@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"net/netip"
-	"sort"
 	"strings"
 
 	"gatehouse/engine"
@@ -14,7 +13,7 @@ import (
 // so OPA decides with exactly the rules Gatehouse loaded.
 func regoData(set *rules.Set) (map[string]any, error) {
 	catalog := map[string]any{}
-	for _, t := range set.Catalog.Tools() {
+	for _, t := range set.Catalog().Tools() {
 		catalog[t.Name] = map[string]any{
 			"kind":            string(t.Kind),
 			"side_effect":     string(t.SideEffect),
@@ -27,15 +26,11 @@ func regoData(set *rules.Set) (map[string]any, error) {
 		}
 	}
 
-	names := make([]string, 0, len(set.Rulesets))
-	for name := range set.Rulesets {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := set.Profiles()
 	profiles := map[string]any{}
 	var hardline []engine.HardlineRule
 	for _, name := range names {
-		rs := set.Rulesets[name]
+		rs, _ := set.Ruleset(name)
 		p := rs.Profile()
 		rows := map[string]any{}
 		for _, r := range p.Rules {

@@ -182,7 +182,7 @@ func prepareCase(set *rules.Set, name, profile string, scopes []string, action m
 		return benchCase{}, fmt.Errorf("unknown profile %q", profile)
 	}
 	if profile == "" {
-		profile = set.Default
+		profile = set.DefaultProfile()
 	}
 	input, err := regoInput(req, scopes, profile)
 	if err != nil {
@@ -269,7 +269,7 @@ func TestAgreement(t *testing.T) {
 				skipped = append(skipped, fmt.Sprintf("%s/%s: %s", c.file, c.name, c.skip))
 				t.Skip(c.skip)
 			}
-			goV := gatehouseVerdict(c, f.set.Catalog)
+			goV := gatehouseVerdict(c, f.set.Catalog())
 			opaV, err := opaVerdict(ctx, f.query, c)
 			if err != nil {
 				t.Fatal(err)
@@ -294,7 +294,7 @@ func TestAgreement(t *testing.T) {
 
 func BenchmarkGatehouse(b *testing.B) {
 	cases := loadFixture(b).active()
-	cat := loadFixture(b).set.Catalog
+	cat := loadFixture(b).set.Catalog()
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

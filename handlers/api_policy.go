@@ -25,7 +25,7 @@ func (s *Server) policyGet(c echo.Context) error {
 }
 
 func (s *Server) toolsList(c echo.Context) error {
-	specs := s.cfg.Policy.Catalog.Tools()
+	specs := s.cfg.Policy.Catalog().Tools()
 	out := api.ToolList{Tools: make([]api.Tool, 0, len(specs))}
 	for _, t := range specs {
 		out.Tools = append(out.Tools, api.Tool{

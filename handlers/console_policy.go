@@ -59,7 +59,7 @@ func policyView(set *rules.Set, now time.Time) templates.PolicyPage {
 	for _, h := range rs.Hardline() {
 		m.Hardline = append(m.Hardline, h.ID)
 	}
-	cat := set.Catalog
+	cat := set.Catalog()
 	for _, t := range cat.Tools() {
 		out := engine.Gate(sampleRequest(t), cat, engine.RunSnapshot{
 			ID:              "00000000-0000-4000-8000-000000000001",

@@ -134,7 +134,7 @@ func FuzzDecodeAction(f *testing.F) {
 			rs = set.DefaultRuleset()
 		}
 		run := engine.RunSnapshot{PrincipalScopes: splitComma(scopes)}
-		out := engine.Gate(req, set.Catalog, run, engine.Principal{}, rs, time.Time{})
+		out := engine.Gate(req, set.Catalog(), run, engine.Principal{}, rs, time.Time{})
 		if !out.Decision.Decision.Valid() || out.Decision.ReasonCode == "" {
 			t.Fatalf("invalid decision %+v", out.Decision)
 		}

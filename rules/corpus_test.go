@@ -85,7 +85,7 @@ func (c corpusCase) run(set *Set) engine.GateOutcome {
 	}
 	run := engine.RunSnapshot{ID: "run-1", TenantID: "t1", SessionID: "s1", PrincipalID: "p1", PrincipalScopes: c.Scopes, AgentVersion: "1"}
 	p := engine.Principal{ID: "p1", TenantID: "t1", Scopes: c.Scopes}
-	return engine.Gate(c.req, set.Catalog, run, p, rs, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	return engine.Gate(c.req, set.Catalog(), run, p, rs, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 func TestCorpus(t *testing.T) {
@@ -167,7 +167,7 @@ func TestAllowWithModifications(t *testing.T) {
 		Summary: "fetch", Arguments: map[string]any{"url": "https://example.com", "cookies": "a=b"},
 		OriginTrust: engine.TrustUser,
 	}
-	out := engine.Gate(req, set.Catalog, engine.RunSnapshot{}, engine.Principal{}, rs, time.Time{})
+	out := engine.Gate(req, set.Catalog(), engine.RunSnapshot{}, engine.Principal{}, rs, time.Time{})
 	if out.Decision.Decision != engine.DecisionAllowWithModifications {
 		t.Fatalf("decision %s %s", out.Decision.Decision, out.Decision.ReasonCode)
 	}
@@ -188,7 +188,7 @@ func TestAllowWithModifications(t *testing.T) {
 	// The modifications are a fresh copy each time: editing one decision's
 	// map cannot change the next.
 	out.EffectiveArguments["safe_search"] = false
-	again := engine.Gate(req, set.Catalog, engine.RunSnapshot{}, engine.Principal{}, rs, time.Time{})
+	again := engine.Gate(req, set.Catalog(), engine.RunSnapshot{}, engine.Principal{}, rs, time.Time{})
 	if again.EffectiveArguments["safe_search"] != true {
 		t.Fatal("modifications leaked between decisions")
 	}

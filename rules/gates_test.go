@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -307,7 +308,7 @@ func TestGate08NoLeakage(t *testing.T) {
 func TestGate11ScopeGrammar(t *testing.T) {
 	t.Parallel()
 	set := loadCorpusSet(t)
-	for _, tool := range set.Catalog.Tools() {
+	for _, tool := range set.Catalog().Tools() {
 		for _, s := range tool.RequiredScopes {
 			if !engine.ValidScopeGrammar(s) {
 				t.Errorf("%s: scope %q breaks the grammar", tool.Name, s)
@@ -340,7 +341,7 @@ func TestGate12ScopeSubset(t *testing.T) {
 		Summary: "write", Arguments: map[string]any{"path": "a", "text": "b"}, OriginTrust: engine.TrustUser,
 	}
 	gate := func(scopes ...string) engine.GateOutcome {
-		return engine.Gate(req, set.Catalog, engine.RunSnapshot{PrincipalScopes: scopes}, engine.Principal{}, rs, time.Time{})
+		return engine.Gate(req, set.Catalog(), engine.RunSnapshot{PrincipalScopes: scopes}, engine.Principal{}, rs, time.Time{})
 	}
 	out := gate("mcp.files.use")
 	if out.Decision.ReasonCode != engine.ReasonScopeMissing || !slices.Equal(out.MissingScopes, []string{"mcp.files.write"}) || out.Decision.PolicyVersion != "" {
@@ -366,5 +367,37 @@ func writeFile(t *testing.T, path, body string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Gate 5, at the level of the loaded set: no exported state to write to,
+// and a set assembled from a caller's map keeps no handle on that map.
+func TestGate05SetHasNoExportedState(t *testing.T) {
+	t.Parallel()
+	typ := reflect.TypeFor[Set]()
+	for i := range typ.NumField() {
+		if typ.Field(i).IsExported() {
+			t.Errorf("rules.Set exports field %s", typ.Field(i).Name)
+		}
+	}
+	loaded, err := Load(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]*engine.LoadedRuleset{"default": loaded.DefaultRuleset()}
+	set, err := NewSet(m, "default", loaded.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m["default"] = nil
+	m["other"] = loaded.DefaultRuleset()
+	if rs, ok := set.Ruleset("default"); !ok || rs != loaded.DefaultRuleset() {
+		t.Fatal("writing the caller's map changed the set's default ruleset")
+	}
+	if _, ok := set.Ruleset("other"); ok {
+		t.Fatal("writing the caller's map added a profile to the set")
+	}
+	if _, err := NewSet(m, "missing", loaded.Catalog()); err == nil {
+		t.Fatal("a set whose default profile is not in it must be refused")
 	}
 }

@@ -43,37 +43,57 @@ type Options struct {
 }
 
 // Set is everything loaded: frozen rulesets by profile name, the default
-// profile's name, and the tool catalog.
-//
-// The fields are exported for reading and are READ-ONLY: every Load builds a
-// fresh Set, the rulesets and the catalog are immutable values, and nothing
-// in this package or its callers may write to Rulesets. Prefer the
-// accessors, which cannot be misused.
+// profile's name, and the tool catalog. It has no exported state and no
+// setter: what a process loaded at start is what it evaluates with, and the
+// rulesets and the catalog are immutable values.
 type Set struct {
-	Rulesets map[string]*engine.LoadedRuleset
-	Default  string
-	Catalog  *engine.Catalog
+	rulesets    map[string]*engine.LoadedRuleset
+	defaultName string
+	catalog     *engine.Catalog
+}
+
+// NewSet assembles a Set from rulesets compiled elsewhere (tests, tools),
+// copying the map so the caller keeps no handle on it. The default profile
+// must be among them.
+func NewSet(rulesets map[string]*engine.LoadedRuleset, defaultProfile string, catalog *engine.Catalog) (*Set, error) {
+	if catalog == nil {
+		return nil, errors.New("rules: a set needs a catalog")
+	}
+	s := &Set{rulesets: make(map[string]*engine.LoadedRuleset, len(rulesets)), defaultName: defaultProfile, catalog: catalog}
+	for name, rs := range rulesets {
+		if rs == nil {
+			return nil, fmt.Errorf("rules: profile %q has no ruleset", name)
+		}
+		s.rulesets[name] = rs
+	}
+	if _, ok := s.rulesets[defaultProfile]; !ok {
+		return nil, fmt.Errorf("rules: default profile %q is not in the set", defaultProfile)
+	}
+	return s, nil
 }
 
 // Ruleset returns the ruleset of a profile; "" selects the default.
 func (s *Set) Ruleset(profile string) (*engine.LoadedRuleset, bool) {
 	if profile == "" {
-		profile = s.Default
+		profile = s.defaultName
 	}
-	rs, ok := s.Rulesets[profile]
+	rs, ok := s.rulesets[profile]
 	return rs, ok
 }
 
 // DefaultRuleset is the ruleset of the default profile (nil on a zero Set).
-func (s *Set) DefaultRuleset() *engine.LoadedRuleset { return s.Rulesets[s.Default] }
+func (s *Set) DefaultRuleset() *engine.LoadedRuleset { return s.rulesets[s.defaultName] }
 
 // DefaultProfile is the name of the profile used when a run names none.
-func (s *Set) DefaultProfile() string { return s.Default }
+func (s *Set) DefaultProfile() string { return s.defaultName }
+
+// Catalog is the tool catalog every profile of the set classifies with.
+func (s *Set) Catalog() *engine.Catalog { return s.catalog }
 
 // Profiles lists the loaded profile names in order (a fresh slice).
 func (s *Set) Profiles() []string {
-	names := make([]string, 0, len(s.Rulesets))
-	for n := range s.Rulesets {
+	names := make([]string, 0, len(s.rulesets))
+	for n := range s.rulesets {
 		names = append(names, n)
 	}
 	slices.Sort(names)
@@ -132,22 +152,22 @@ func Load(opts Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{Rulesets: map[string]*engine.LoadedRuleset{}, Catalog: cat, Default: opts.DefaultProfile}
-	if s.Default == "" {
-		s.Default = DefaultProfile
+	s := &Set{rulesets: map[string]*engine.LoadedRuleset{}, catalog: cat, defaultName: opts.DefaultProfile}
+	if s.defaultName == "" {
+		s.defaultName = DefaultProfile
 	}
 	rs, err := compileProfile(DefaultProfile, DefaultProfile+".yaml", defaultYAML, hl, cat)
 	if err != nil {
 		return nil, err
 	}
-	s.Rulesets[DefaultProfile] = rs
+	s.rulesets[DefaultProfile] = rs
 	if opts.PolicyDir != "" {
 		if err := s.loadPolicyDir(opts.PolicyDir, hl, cat); err != nil {
 			return nil, err
 		}
 	}
-	if _, ok := s.Rulesets[s.Default]; !ok {
-		return nil, &LoadError{File: opts.PolicyDir, Code: CodeMissingProfile, Msg: fmt.Sprintf("default profile %q is not loaded (have %s)", s.Default, strings.Join(s.Profiles(), ", "))}
+	if _, ok := s.rulesets[s.defaultName]; !ok {
+		return nil, &LoadError{File: opts.PolicyDir, Code: CodeMissingProfile, Msg: fmt.Sprintf("default profile %q is not loaded (have %s)", s.defaultName, strings.Join(s.Profiles(), ", "))}
 	}
 	return s, nil
 }
@@ -179,7 +199,7 @@ func (s *Set) loadPolicyDir(dir string, hl *hardlineSet, cat *engine.Catalog) er
 		if err != nil {
 			return err
 		}
-		s.Rulesets[name] = rs
+		s.rulesets[name] = rs
 	}
 	return nil
 }

@@ -162,7 +162,7 @@ func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, ru
 	if ok {
 		// The principal the engine sees is the run's stamp, never the
 		// caller's or the principal's current scopes (gate 13).
-		out = engine.Gate(req, s.cfg.Policy.Catalog, run.snapshot(), run.stampPrincipal(), rs, now)
+		out = engine.Gate(req, s.cfg.Policy.Catalog(), run.snapshot(), run.stampPrincipal(), rs, now)
 	} else {
 		// The run's profile is no longer loaded: nothing can classify it.
 		out = unclassifiable(req)

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"gatehouse/engine"
-	"gatehouse/rules"
 )
 
 // TestGate03SingleGate: exactly one statement in the code base writes
@@ -168,7 +167,7 @@ func TestGate06Revalidation(t *testing.T) {
 			b := setup(t)
 			c, park, in := approvedAndReclaimed(b)
 			next := testRuleset(t, "default", "v2", map[engine.SideEffectClass]engine.PolicyDecisionType{engine.SideEffectExternalWrite: tc.decision}, false)
-			restarted := b.newService(&rules.Set{Rulesets: map[string]*engine.LoadedRuleset{"default": next}, Default: "default", Catalog: b.policy.Catalog})
+			restarted := b.newService(testSet(t, map[string]*engine.LoadedRuleset{"default": next}, b.policy.Catalog()))
 			rr, err := restarted.Resume(b.ctx, b.owner, c.run.ID, park.InvocationID, c.lease, in)
 			if err != nil {
 				t.Fatal(err)

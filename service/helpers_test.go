@@ -166,11 +166,7 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *bundle {
 	}
 	b.dir.put(b.owner)
 	b.dir.put(b.human)
-	b.policy = &rules.Set{
-		Rulesets: map[string]*engine.LoadedRuleset{"default": testRuleset(t, "default", "v1", nil, o.distinct)},
-		Default:  "default",
-		Catalog:  testCatalog(t),
-	}
+	b.policy = testSet(t, map[string]*engine.LoadedRuleset{"default": testRuleset(t, "default", "v1", nil, o.distinct)}, testCatalog(t))
 	b.svc = b.newService(b.policy)
 	return b
 }
@@ -310,4 +306,14 @@ func mustEqual[T comparable](t testing.TB, what string, got, want T) {
 	if got != want {
 		t.Fatalf("%s = %v, want %v", what, got, want)
 	}
+}
+
+// testSet is a policy set of the given rulesets, "default" its default.
+func testSet(t testing.TB, rulesets map[string]*engine.LoadedRuleset, cat *engine.Catalog) *rules.Set {
+	t.Helper()
+	set, err := rules.NewSet(rulesets, "default", cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
 }

@@ -533,13 +533,10 @@ func TestProposeDeepArgumentsUnclassifiable(t *testing.T) {
 func TestResolveUnknownProfileRefusesApproval(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	withStrict := &rules.Set{
-		Rulesets: map[string]*engine.LoadedRuleset{
-			"default": b.policy.Rulesets["default"],
-			"strict":  testRuleset(t, "strict", "v1", nil, true),
-		},
-		Default: "default", Catalog: b.policy.Catalog,
-	}
+	withStrict := testSet(t, map[string]*engine.LoadedRuleset{
+		"default": b.policy.DefaultRuleset(),
+		"strict":  testRuleset(t, "strict", "v1", nil, true),
+	}, b.policy.Catalog())
 	strict := b.newService(withStrict)
 	r, err := strict.SubmitRun(b.ctx, b.owner, SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1.0", PolicyProfile: "strict"})
 	if err != nil {
@@ -622,7 +619,7 @@ func TestAllowWithModificationsPersistsAndReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.svc = b.newService(&rules.Set{Rulesets: map[string]*engine.LoadedRuleset{"default": rs}, Default: "default", Catalog: b.policy.Catalog})
+	b.svc = b.newService(testSet(t, map[string]*engine.LoadedRuleset{"default": rs}, b.policy.Catalog()))
 	c := b.started()
 	req := action("workspace.write_text", map[string]any{"path": "a.txt", "text": "x"})
 	first := b.propose(c, req)
@@ -686,7 +683,10 @@ func TestNewRecordsProfileLoads(t *testing.T) {
 	b := setup(t)
 	name := "audit-" + uuid.NewString()[:8]
 	rs := testRuleset(t, name, "v1", nil, false)
-	policy := &rules.Set{Rulesets: map[string]*engine.LoadedRuleset{name: rs}, Default: name, Catalog: b.policy.Catalog}
+	policy, err := rules.NewSet(map[string]*engine.LoadedRuleset{name: rs}, name, b.policy.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
 	load := func(replica string, skip bool) {
 		t.Helper()
 		if _, err := New(b.ctx, Config{Pool: b.pool, Policy: policy, Now: b.clock.Now, ReplicaID: replica, SkipProfileAudit: skip}); err != nil {

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -23,15 +22,11 @@ func (s *Service) recordProfiles(ctx context.Context) error {
 	if s.cfg.SkipProfileAudit {
 		return nil
 	}
-	names := make([]string, 0, len(s.cfg.Policy.Rulesets))
-	for name := range s.cfg.Policy.Rulesets {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := s.cfg.Policy.Profiles()
 	now := s.now()
 	err := s.withTx(ctx, func(tx pgx.Tx, _ *afterCommit) error {
 		for _, name := range names {
-			rs := s.cfg.Policy.Rulesets[name]
+			rs, _ := s.cfg.Policy.Ruleset(name)
 			if _, err := tx.Exec(ctx, policyProfileInsert, rs.PolicyVersion(), rs.ProfileName(),
 				rs.ProfileSHA256(), rs.HardlineSHA256(), rs.RuleCount(), now, s.cfg.ReplicaID); err != nil {
 				return fmt.Errorf("record profile %s: %w", name, err)

@@ -38,7 +38,7 @@ func (s *Service) SubmitRun(ctx context.Context, p engine.Principal, in SubmitRu
 	}
 	profile := in.PolicyProfile
 	if profile == "" {
-		profile = s.cfg.Policy.Default
+		profile = s.cfg.Policy.DefaultProfile()
 	}
 	if _, ok := s.ruleset(profile); !ok {
 		return Run{}, &InvalidError{Msg: "unknown policy_profile"}

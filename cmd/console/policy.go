@@ -73,7 +73,7 @@ func policyCheck(set *rules.Set, stdout io.Writer) error {
 			return err
 		}
 	}
-	_, err := fmt.Fprintf(stdout, "catalog: %d tools\nok\n", set.Catalog.Len())
+	_, err := fmt.Fprintf(stdout, "catalog: %d tools\nok\n", set.Catalog().Len())
 	return err
 }
 
@@ -124,7 +124,7 @@ func policyEval(set *rules.Set, profileFlag string, stdin io.Reader, stdout io.W
 	}
 	run := engine.RunSnapshot{ID: "policy-eval", PrincipalScopes: in.Scopes, PolicyProfile: rs.ProfileName()}
 	p := engine.Principal{ID: "policy-eval", Scopes: in.Scopes}
-	out := engine.Gate(req, set.Catalog, run, p, rs, time.Now().UTC())
+	out := engine.Gate(req, set.Catalog(), run, p, rs, time.Now().UTC())
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(evalOutput{
