@@ -59,8 +59,10 @@ func (s *Service) expireOne(ctx context.Context, tx pgx.Tx, after *afterCommit, 
 	if err := s.expired(ctx, tx, a, now); err != nil {
 		return a, false, err
 	}
+	// The invocation is denied approval.expired: an expiry counts in the
+	// denial rate under its own reason code, beside the expiry rate.
 	risk := a.Risk
-	after.add(func() { s.metrics.ApprovalExpired(risk) })
+	after.add(func() { s.metrics.ApprovalExpired(risk); s.metrics.Denied(engine.ReasonApprovalExpired) })
 	return a, true, nil
 }
 

@@ -118,6 +118,7 @@ func (s *Service) settle(ctx context.Context, tx pgx.Tx, after *afterCommit, a a
 			if err := denyWaitingInvocation(ctx, tx, inv.ID, engine.ReasonApprovalDenied, now); err != nil {
 				return err
 			}
+			after.add(func() { s.metrics.Denied(engine.ReasonApprovalDenied) })
 		} else {
 			resumable = inv.ID
 		}
