@@ -49,7 +49,7 @@ func NewMetrics() *Metrics {
 		}, []string{"status"}),
 		approvalExpiries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gatehouse_approval_expiries_total",
-			Help: "Approvals expired by the reaper, by risk.",
+			Help: "Approvals expired (by the reaper, or when a resolution came too late), by risk.",
 		}, []string{"risk"}),
 		denials: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gatehouse_policy_denials_total",
