@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -23,13 +24,29 @@ const (
 // render writes a component as the whole answer. It renders into a buffer
 // first so a template error becomes an error page, not half a page.
 func (cn *console) render(c echo.Context, status int, comp templ.Component) error {
-	var buf bytes.Buffer
-	if err := comp.Render(c.Request().Context(), &buf); err != nil {
+	buf := renderBuffers.Get().(*bytes.Buffer)
+	defer releaseRenderBuffer(buf)
+	if err := comp.Render(c.Request().Context(), buf); err != nil {
 		return err
 	}
 	securityHeaders(c.Response().Header())
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// renderBuffers are pooled: a queue page is about a hundred kilobytes, and
+// growing a fresh buffer to that size was most of a page's allocation.
+var renderBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledRender keeps an unusually large page's buffer out of the pool.
+const maxPooledRender = 1 << 20
+
+func releaseRenderBuffer(b *bytes.Buffer) {
+	if b.Cap() > maxPooledRender {
+		return
+	}
+	b.Reset()
+	renderBuffers.Put(b)
 }
 
 // page is the chrome of a console page for the signed-in human; it takes
