@@ -105,8 +105,11 @@ func Pool(t testing.TB, dbURL string) *pgxpool.Pool {
 }
 
 func create(admin, dbName string, migrate bool) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	if err := claim(ctx, admin, dbName); err != nil {
+		return "", err
+	}
 	ident := pgx.Identifier{dbName}.Sanitize()
 	if err := exec(ctx, admin, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
 		return "", fmt.Errorf("drop %s: %w", dbName, err)
@@ -127,6 +130,36 @@ func create(admin, dbName string, migrate bool) (string, error) {
 		return "", fmt.Errorf("migrate %s: %w", dbName, err)
 	}
 	return u, nil
+}
+
+// claims holds, for the life of the test process, one connection per
+// database it created, each holding a session advisory lock on the
+// database's name. A second process testing the same package (a developer's
+// run beside CI's, a benchmark beside the tests) waits for the first to exit
+// instead of dropping the database under it. Exiting closes the connections
+// and releases the locks.
+// A process that creates the same database twice already holds its claim.
+var (
+	claimsMu sync.Mutex
+	claims   = map[string]*pgx.Conn{}
+)
+
+func claim(ctx context.Context, admin, dbName string) error {
+	claimsMu.Lock()
+	defer claimsMu.Unlock()
+	if claims[dbName] != nil {
+		return nil
+	}
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtext($1))", dbName); err != nil {
+		_ = conn.Close(ctx)
+		return fmt.Errorf("lock %s: %w", dbName, err)
+	}
+	claims[dbName] = conn
+	return nil
 }
 
 func exec(ctx context.Context, dbURL, sql string) error {
