@@ -21,15 +21,22 @@ import (
 type hostAllowlist map[string]bool
 
 // newHostAllowlist allows the host of baseURL, the listen address when it
-// names a host, and in dev mode the loopback names with the listen port
-// (so http://localhost:8080 works for http://127.0.0.1:8080).
-func newHostAllowlist(baseURL, listenAddr string, dev bool) (hostAllowlist, error) {
+// names a host, the operator's extra names, and in dev mode the loopback
+// names with the listen port (so http://localhost:8080 works for
+// http://127.0.0.1:8080).
+func newHostAllowlist(baseURL, listenAddr string, extra []string, dev bool) (hostAllowlist, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("handlers: BaseURL %q is not an absolute http(s) URL", baseURL)
 	}
 	allow := hostAllowlist{}
 	allow.add(u.Host)
+	for _, h := range extra {
+		if h = strings.TrimSpace(h); h == "" || strings.ContainsAny(h, "/ ") {
+			return nil, fmt.Errorf("handlers: allowed host %q is not a host[:port]", h)
+		}
+		allow.add(h)
+	}
 	port := u.Port()
 	if listenAddr != "" {
 		host, p, err := net.SplitHostPort(listenAddr)

@@ -41,25 +41,30 @@ func TestHostAllowlistNames(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		base, listen string
+		extra        []string
 		dev          bool
 		allowed      []string
 		refused      []string
 	}{
-		{"https://gate.example.com", "0.0.0.0:8443", false,
+		{"https://gate.example.com", "0.0.0.0:8443", nil, false,
 			[]string{"gate.example.com", "GATE.example.com:443"},
 			[]string{"0.0.0.0:8443", "127.0.0.1:8443", "localhost:8443", "evil.example"}},
-		{"http://127.0.0.1:8080", "127.0.0.1:8080", false,
+		{"http://127.0.0.1:8080", "127.0.0.1:8080", nil, false,
 			[]string{"127.0.0.1:8080"},
 			[]string{"localhost:8080", "[::1]:8080", "127.0.0.1:8081"}},
-		{"http://127.0.0.1:8080", "127.0.0.1:8080", true,
+		{"http://127.0.0.1:8080", "127.0.0.1:8080", nil, true,
 			[]string{"127.0.0.1:8080", "localhost:8080", "LocalHost:8080", "[::1]:8080"},
 			[]string{"localhost:8081", "rebind.evil.example:8080", "localhost"}},
-		{"https://gate.example.com", "10.0.0.5:8080", false,
+		{"https://gate.example.com", "10.0.0.5:8080", nil, false,
 			[]string{"gate.example.com", "10.0.0.5:8080"},
 			[]string{"10.0.0.5"}},
+		// Agents in the cluster reach the server by its service name.
+		{"https://gate.example.com", "0.0.0.0:8080", []string{"gatehouse.internal:8080", " Gatehouse-API "}, false,
+			[]string{"gatehouse.internal:8080", "gatehouse-api", "gate.example.com"},
+			[]string{"gatehouse.internal", "0.0.0.0:8080"}},
 	}
 	for _, c := range cases {
-		allow, err := newHostAllowlist(c.base, c.listen, c.dev)
+		allow, err := newHostAllowlist(c.base, c.listen, c.extra, c.dev)
 		if err != nil {
 			t.Fatalf("%s %s: %v", c.base, c.listen, err)
 		}
@@ -75,7 +80,7 @@ func TestHostAllowlistNames(t *testing.T) {
 		}
 	}
 	for _, base := range []string{"", "127.0.0.1:8080", "ftp://x"} {
-		if _, err := newHostAllowlist(base, "", false); err == nil {
+		if _, err := newHostAllowlist(base, "", nil, false); err == nil {
 			t.Errorf("BaseURL %q accepted", base)
 		}
 	}

@@ -30,6 +30,9 @@ type Config struct {
 	// that host is answered for too, and in dev mode its port with the
 	// loopback names (127.0.0.1, localhost, [::1]).
 	ListenAddr string
+	// AllowedHosts are further Host values to answer for (CONSOLE_ALLOWED_HOSTS):
+	// the names agents and proxies reach the server by, beyond the base URL's.
+	AllowedHosts []string
 	// DevMode is AUTH_MODE=dev: the console logs the dev principal in.
 	DevMode bool
 	// SessionKeys sign and verify console cookies: the first signs, all
@@ -116,7 +119,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.IPExtractor == nil {
 		cfg.IPExtractor = echo.ExtractIPDirect()
 	}
-	hosts, err := newHostAllowlist(cfg.BaseURL, cfg.ListenAddr, cfg.DevMode)
+	hosts, err := newHostAllowlist(cfg.BaseURL, cfg.ListenAddr, cfg.AllowedHosts, cfg.DevMode)
 	if err != nil {
 		return nil, err
 	}

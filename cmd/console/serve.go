@@ -48,6 +48,7 @@ type serveConfig struct {
 	ratePerSecond  float64
 	rateBurst      int
 	trustXFF       bool
+	allowedHosts   string
 	shutdownGrace  time.Duration
 }
 
@@ -66,6 +67,7 @@ func parseServeConfig(args []string, stderr io.Writer) (serveConfig, error) {
 	fs.StringVar(&cfg.policyDir, "policy-dir", env("CONSOLE_POLICY_DIR"), "operator profiles directory (CONSOLE_POLICY_DIR)")
 	fs.StringVar(&cfg.toolsFile, "tools", env("CONSOLE_TOOLS"), "operator tool catalog (CONSOLE_TOOLS)")
 	fs.BoolVar(&cfg.demo, "demo", false, "run the demo agent in-process (dev mode only)")
+	fs.StringVar(&cfg.allowedHosts, "allowed-hosts", env("CONSOLE_ALLOWED_HOSTS"), "comma-separated further Host names to answer for, beyond the base URL's (CONSOLE_ALLOWED_HOSTS)")
 	fs.BoolVar(&cfg.trustXFF, "trust-x-forwarded-for", env("CONSOLE_TRUST_XFF") == "1", "take the client address from X-Forwarded-For set by a proxy on a private network (CONSOLE_TRUST_XFF=1)")
 	fs.DurationVar(&cfg.shutdownGrace, "shutdown-grace", 15*time.Second, "how long in-flight requests may finish at shutdown")
 	reaper := fs.String("reaper-interval", envOr("CONSOLE_REAPER_INTERVAL", "5s"), "expiry reaper period; 0 disables it here (CONSOLE_REAPER_INTERVAL)")
@@ -186,18 +188,19 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		ipExtractor = echo.ExtractIPFromXFFHeader()
 	}
 	srv, err := handlers.New(handlers.Config{
-		Service:     svc,
-		Directory:   dir,
-		Policy:      policy,
-		Logger:      logger,
-		Metrics:     metrics,
-		BaseURL:     cfg.baseURL,
-		ListenAddr:  cfg.addr,
-		DevMode:     cfg.devMode,
-		SessionKeys: keys,
-		Pool:        pool,
-		RateLimit:   handlers.RateLimit{PerSecond: cfg.ratePerSecond, Burst: cfg.rateBurst},
-		IPExtractor: ipExtractor,
+		Service:      svc,
+		Directory:    dir,
+		Policy:       policy,
+		Logger:       logger,
+		Metrics:      metrics,
+		BaseURL:      cfg.baseURL,
+		ListenAddr:   cfg.addr,
+		AllowedHosts: splitList(cfg.allowedHosts),
+		DevMode:      cfg.devMode,
+		SessionKeys:  keys,
+		Pool:         pool,
+		RateLimit:    handlers.RateLimit{PerSecond: cfg.ratePerSecond, Burst: cfg.rateBurst},
+		IPExtractor:  ipExtractor,
 	})
 	if err != nil {
 		return err
@@ -317,4 +320,15 @@ func replicaID() string {
 		host = "unknown"
 	}
 	return host + "-" + strconv.Itoa(os.Getpid())
+}
+
+// splitList splits a comma-separated setting, dropping empty entries.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
