@@ -37,7 +37,29 @@
     if (!button) return;
     var verb = resolution === "deny" ? "Deny" : "Approve";
     var title = card.getAttribute("data-summary") || "this action";
-    if (window.confirm(verb + ": " + title + "?")) button.click();
+    if (window.confirm(verb + ": " + title + "?")) {
+      advanceFrom = card.id;
+      button.click();
+    }
+  }
+
+  // The card resolved from the keyboard comes back swapped in place, without
+  // the selection: select the next pending card after it, so j/a/d carry on
+  // down the queue (or the resolved card itself when it was the last).
+  var advanceFrom = null;
+  function advance() {
+    if (!advanceFrom) return;
+    var done = document.getElementById(advanceFrom);
+    advanceFrom = null;
+    if (!done) return;
+    var list = cards();
+    for (var i = list.indexOf(done) + 1; i < list.length; i++) {
+      if (list[i].getAttribute("data-status") === "pending") {
+        select(list[i]);
+        return;
+      }
+    }
+    select(done);
   }
 
   document.addEventListener("keydown", function (ev) {
@@ -89,5 +111,6 @@
     });
     var empty = document.getElementById("queue-empty");
     if (empty) empty.hidden = cards().length > 0;
+    advance();
   });
 })();
