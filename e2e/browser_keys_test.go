@@ -287,7 +287,7 @@ func TestBrowserDarkScheme(t *testing.T) {
 			t.Errorf("dark scheme: %s text contrast %.1f:1, want at least 4.5:1", c.what, r)
 		}
 	}
-	screenshot(t, ctx, "queue-dark.png", "")
+	screenshot(t, ctx, "queue-dark.png", "queue-dark.png")
 }
 
 // focusStyle is how the focused element draws its focus.
