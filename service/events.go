@@ -57,12 +57,23 @@ const (
 	eventsDefaultLimit = 100
 	eventsMaxLimit     = 500
 	eventsMaxWait      = 30 * time.Second
-	eventsPollInterval = 250 * time.Millisecond
+	// eventsFallbackPoll is how often a long-poll queries without a
+	// wakeup: what a lost notification, an event the service does not
+	// notify, or a listener that is down (or not run) costs in latency.
+	eventsFallbackPoll = 2 * time.Second
+	// After a wakeup that found nothing, the event is usually committed
+	// but not visible yet (an older transaction is still open), so the
+	// long-poll re-checks from eventsRecheckMin, doubling up to
+	// eventsRecheckMax, for one fallback period.
+	eventsRecheckMin = 10 * time.Millisecond
+	eventsRecheckMax = 250 * time.Millisecond
 )
 
 // ListEvents returns the principal's tenant's events after f.After. When
-// there are none and f.Wait > 0 it polls until one arrives, Wait passes or
-// ctx ends; an empty list is not an error.
+// there are none and f.Wait > 0 it waits until one arrives, Wait passes or
+// ctx ends; an empty list is not an error. Waiting, it re-queries when
+// RunListener hears the tenant, and at the latest every eventsFallbackPoll,
+// so notifications are a latency hint, never the source of truth.
 func (s *Service) ListEvents(ctx context.Context, p engine.Principal, f EventFilter) ([]Event, error) {
 	limit := clampLimit(f.Limit, eventsDefaultLimit, eventsMaxLimit)
 	if f.After < 0 {
@@ -76,24 +87,52 @@ func (s *Service) ListEvents(ctx context.Context, p engine.Principal, f EventFil
 		runID = f.RunID
 	}
 	wait := min(f.Wait, eventsMaxWait)
-	var deadline <-chan time.Time
-	if wait > 0 {
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		deadline = timer.C
+	if wait <= 0 {
+		return s.listEventsOnce(ctx, p.TenantID, f.After, runID, limit)
 	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	pause, recheck := s.eventsFallback, time.Duration(0)
 	for {
+		// Subscribe before querying: a notification that lands between
+		// the query and the wait still wakes this long-poll.
+		woken, leave := s.wakeups.subscribe(p.TenantID)
 		evs, err := s.listEventsOnce(ctx, p.TenantID, f.After, runID, limit)
-		if err != nil || len(evs) > 0 || wait <= 0 {
+		if err != nil || len(evs) > 0 {
+			leave()
 			return evs, err
 		}
-		select {
-		case <-ctx.Done():
+		wake, done := sleepOrWake(ctx, deadline.C, woken, pause)
+		leave()
+		if done {
 			return evs, nil
-		case <-deadline:
-			return evs, nil
-		case <-time.After(eventsPollInterval):
 		}
+		switch {
+		case wake:
+			pause, recheck = eventsRecheckMin, s.eventsFallback
+		case recheck > pause:
+			recheck -= pause
+			pause = min(2*pause, eventsRecheckMax)
+		default:
+			pause, recheck = s.eventsFallback, 0
+		}
+	}
+}
+
+// sleepOrWake waits for a wakeup or pause; done when the deadline passed
+// or ctx ended first.
+func sleepOrWake(ctx context.Context, deadline <-chan time.Time, woken <-chan struct{}, pause time.Duration) (wake, done bool) {
+	t := time.NewTimer(pause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false, true
+	case <-deadline:
+		return false, true
+	case <-woken:
+		return true, false
+	case <-t.C:
+		return false, false
 	}
 }
 

@@ -47,11 +47,20 @@ type Service struct {
 	log     *slog.Logger
 	metrics Metrics
 
+	// wakeups wakes long-polls when RunListener hears their tenant.
+	wakeups wakeups
+	// eventsFallback is how long a long-poll waits for a wakeup before it
+	// queries anyway (eventsFallbackPoll; tests change it).
+	eventsFallback time.Duration
+
 	// failAfterStep injects a crash after a numbered step of parking a run
 	// (1..7 inside the transaction, 8 after commit). Set only in tests.
 	failAfterStep func(step int) error
 	// onAuthorize observes every authorization. Set only in tests.
 	onAuthorize func(invocationID string)
+	// onListening observes each LISTEN that took, with the backend's pid.
+	// Set only in tests.
+	onListening func(pid uint32)
 }
 
 // New builds a Service and, unless cfg.SkipProfileAudit, records
@@ -64,7 +73,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Policy == nil {
 		return nil, errors.New("service: config needs the loaded policy")
 	}
-	s := &Service{cfg: cfg, pool: cfg.Pool, now: cfg.Now, log: cfg.Logger, metrics: cfg.Metrics}
+	s := &Service{cfg: cfg, pool: cfg.Pool, now: cfg.Now, log: cfg.Logger, metrics: cfg.Metrics, eventsFallback: eventsFallbackPoll}
 	if s.now == nil {
 		s.now = time.Now
 	}
