@@ -223,6 +223,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	bg, stopBG := context.WithCancel(ctx)
 	defer stopBG()
 	var wg sync.WaitGroup
+	// The listener only speeds up event long-polls; they poll without it.
+	wg.Go(func() { svc.RunListener(bg) })
 	if cfg.reaperInterval > 0 {
 		wg.Go(func() { svc.RunReaper(bg, cfg.reaperInterval) })
 	}
