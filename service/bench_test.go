@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -170,4 +171,45 @@ func bareResolve(ctx context.Context, tx pgx.Tx, bb *bundle, id string, payload 
 		}
 	}
 	return nil
+}
+
+// BenchmarkLongPollWake: the time from a park's commit (Propose returning)
+// to a waiting long-poll returning approval.requested, as ms/wake, with the
+// listener running and without it (the fallback poll; the park lands at
+// eight points spread over its period). Run with -benchtime 8x: an op
+// lasts up to a fallback period.
+func BenchmarkLongPollWake(b *testing.B) {
+	b.Run("listener", func(b *testing.B) {
+		bb := setup(b)
+		receive(b, "LISTEN", bb.runListener())
+		longPollWake(b, bb, 0)
+	})
+	b.Run("fallback", func(b *testing.B) {
+		bb := setup(b)
+		longPollWake(b, bb, bb.svc.eventsFallback)
+	})
+}
+
+func longPollWake(b *testing.B, bb *bundle, period time.Duration) {
+	var total time.Duration
+	for i := range b.N {
+		c := bb.started()
+		after, err := bb.svc.EventWatermark(bb.ctx, bb.owner)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got := make(chan time.Time, 1)
+		go func() {
+			if err := bb.awaitEvent(after, EventApprovalRequested); err != nil {
+				b.Error(err)
+			}
+			got <- time.Now()
+		}()
+		waitUntil(b, "long-poll waiting", func() bool { return bb.svc.wakeups.waiting(bb.tenant) > 0 })
+		time.Sleep(time.Duration(i%8) * period / 8)
+		bb.parked(c, action("email.send", map[string]any{"to": "x"}))
+		parked := time.Now()
+		total += receive(b, "long-poll", got).Sub(parked)
+	}
+	b.ReportMetric(float64(total)/float64(time.Millisecond)/float64(b.N), "ms/wake")
 }
