@@ -148,6 +148,7 @@ func (s *Service) listen(ctx context.Context) (listened bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("event listener: listen: %w", err)
 	}
+	s.log.Info("event listener listening", "channel", notifyChannel)
 	s.wakeups.wakeAll()
 	if s.onListening != nil {
 		s.onListening(conn.PgConn().PID())
