@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 )
 
 // listenerAppName names the listening connection in pg_stat_activity, so
@@ -132,6 +134,13 @@ func (s *Service) listen(ctx context.Context) (listened bool, err error) {
 		cc.RuntimeParams = map[string]string{}
 	}
 	cc.RuntimeParams["application_name"] = listenerAppName
+	// The wait for a notification ends by its deadline every
+	// listenerIdle; the default handler would also open a connection
+	// to send the server a cancel request each time, for a backend that is
+	// running nothing. A read deadline alone ends the wait.
+	cc.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: pc.Conn()}
+	}
 	connectCtx, cancel := context.WithTimeout(ctx, listenerConnectTimeout)
 	conn, err := pgx.ConnectConfig(connectCtx, cc)
 	if err != nil {
@@ -160,10 +169,10 @@ func (s *Service) listen(ctx context.Context) (listened bool, err error) {
 	}
 }
 
-// nextNotification waits up to listenerPingEvery for one notification and
+// nextNotification waits up to listenerIdle for one notification and
 // wakes its tenant; when none came it pings, so a dead connection is found.
 func (s *Service) nextNotification(ctx context.Context, conn *pgx.Conn) error {
-	waitCtx, cancel := context.WithTimeout(ctx, listenerPingEvery)
+	waitCtx, cancel := context.WithTimeout(ctx, s.listenerIdle)
 	n, err := conn.WaitForNotification(waitCtx)
 	cancel()
 	switch {

@@ -246,3 +246,31 @@ func TestListenerReconnects(t *testing.T) {
 		t.Fatalf("log carries a notification payload: %s", out)
 	}
 }
+
+// Idle waits end by their deadline and a ping, on the same connection: a
+// quiet tenant costs no reconnects, and the listener still hears the next
+// notification.
+func TestListenerSurvivesIdleWaits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.svc.eventsFallback = time.Hour
+	b.svc.listenerIdle = 50 * time.Millisecond
+	var logs syncBuffer
+	b.svc.log = slog.New(slog.NewTextHandler(&logs, nil))
+	pids := b.runListener()
+	first := receive(t, "LISTEN", pids)
+	// Long enough for several idle waits and pings; nothing is asserted
+	// about time, only about what the idle waits did.
+	time.Sleep(20 * b.svc.listenerIdle)
+	select {
+	case again := <-pids:
+		t.Fatalf("the listener listened again (backend %d after %d) while idle: %s", again, first, logs.String())
+	default:
+	}
+	if err := b.parkWhileWaiting(); err != nil {
+		t.Fatal(err)
+	}
+	if out := logs.String(); strings.Contains(out, "disconnected") {
+		t.Fatalf("idle waits were logged as disconnects: %s", out)
+	}
+}

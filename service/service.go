@@ -52,6 +52,9 @@ type Service struct {
 	// eventsFallback is how long a long-poll waits for a wakeup before it
 	// queries anyway (eventsFallbackPoll; tests change it).
 	eventsFallback time.Duration
+	// listenerIdle is how long the listener waits for a notification before
+	// it pings its connection (listenerPingEvery; tests change it).
+	listenerIdle time.Duration
 
 	// failAfterStep injects a crash after a numbered step of parking a run
 	// (1..7 inside the transaction, 8 after commit). Set only in tests.
@@ -73,7 +76,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Policy == nil {
 		return nil, errors.New("service: config needs the loaded policy")
 	}
-	s := &Service{cfg: cfg, pool: cfg.Pool, now: cfg.Now, log: cfg.Logger, metrics: cfg.Metrics, eventsFallback: eventsFallbackPoll}
+	s := &Service{cfg: cfg, pool: cfg.Pool, now: cfg.Now, log: cfg.Logger, metrics: cfg.Metrics, eventsFallback: eventsFallbackPoll, listenerIdle: listenerPingEvery}
 	if s.now == nil {
 		s.now = time.Now
 	}
