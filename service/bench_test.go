@@ -55,8 +55,8 @@ func BenchmarkProposePark(b *testing.B) {
 	})
 }
 
-// resolvers per approval in the contended benchmarks: the first applies,
-// the rest find it resolved.
+// resolversPerApproval is how many concurrent resolutions each approval
+// gets in the resolve benchmarks.
 const resolversPerApproval = 4
 
 func parkedApprovals(b *testing.B, bb *bundle) []string {
@@ -68,9 +68,10 @@ func parkedApprovals(b *testing.B, bb *bundle) []string {
 	return ids
 }
 
-// BenchmarkResolveContended: the service's ResolveApproval, four
-// concurrent resolutions per approval.
-func BenchmarkResolveContended(b *testing.B) {
+// benchResolve runs resolve on parked approvals from parallel goroutines,
+// resolversPerApproval calls per approval: the first applies, the rest find
+// it resolved.
+func benchResolve(b *testing.B, resolve func(bb *bundle, id string) error) {
 	bb := setup(b)
 	ids := parkedApprovals(b, bb)
 	var next atomic.Int64
@@ -78,8 +79,7 @@ func BenchmarkResolveContended(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			id := ids[int(next.Add(1)-1)/resolversPerApproval]
-			if _, err := bb.svc.ResolveApproval(bb.ctx, bb.human, id, engine.ResolutionApproveOnce, ""); err != nil {
+			if err := resolve(bb, ids[int(next.Add(1)-1)/resolversPerApproval]); err != nil {
 				b.Errorf("resolve: %v", err)
 				return
 			}
@@ -87,24 +87,21 @@ func BenchmarkResolveContended(b *testing.B) {
 	})
 }
 
+// BenchmarkResolveContended: the service's ResolveApproval.
+func BenchmarkResolveContended(b *testing.B) {
+	benchResolve(b, func(bb *bundle, id string) error {
+		_, err := bb.svc.ResolveApproval(bb.ctx, bb.human, id, engine.ResolutionApproveOnce, "")
+		return err
+	})
+}
+
 // BenchmarkResolveBareUpdate: the same guarded UPDATE through pgx alone,
 // the floor ResolveApproval's extra work (run lock, re-read, invocation,
 // checkpoint, events, re-queue) is measured against.
 func BenchmarkResolveBareUpdate(b *testing.B) {
-	bb := setup(b)
-	ids := parkedApprovals(b, bb)
-	var next atomic.Int64
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			id := ids[int(next.Add(1)-1)/resolversPerApproval]
-			_, err := bb.pool.Exec(bb.ctx, approvalResolveIfPending, id, bb.tenant, "approved", "approve_once", bb.clock.Now(), bb.human.ID, "")
-			if err != nil {
-				b.Errorf("update: %v", err)
-				return
-			}
-		}
+	benchResolve(b, func(bb *bundle, id string) error {
+		_, err := bb.pool.Exec(bb.ctx, approvalResolveIfPending, id, bb.tenant, "approved", "approve_once", bb.clock.Now(), bb.human.ID, "")
+		return err
 	})
 }
 
@@ -115,23 +112,11 @@ func BenchmarkResolveBareUpdate(b *testing.B) {
 // ResolveContended shows what the service's own code costs; against
 // ResolveBareUpdate, what the database work of a resolution costs.
 func BenchmarkResolveBareTx(b *testing.B) {
-	bb := setup(b)
-	ids := parkedApprovals(b, bb)
-	var next atomic.Int64
 	payload := []byte(`{"resolution":"approve_once"}`)
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			id := ids[int(next.Add(1)-1)/resolversPerApproval]
-			err := pgx.BeginFunc(bb.ctx, bb.pool, func(tx pgx.Tx) error {
-				return bareResolve(bb.ctx, tx, bb, id, payload)
-			})
-			if err != nil {
-				b.Errorf("resolve: %v", err)
-				return
-			}
-		}
+	benchResolve(b, func(bb *bundle, id string) error {
+		return pgx.BeginFunc(bb.ctx, bb.pool, func(tx pgx.Tx) error {
+			return bareResolve(bb.ctx, tx, bb, id, payload)
+		})
 	})
 }
 
