@@ -127,7 +127,7 @@ func compositionRootTarget(kind string) bool {
 // cannot read exactly is unclassifiable, never guessed at.
 func validateRequest(r *ActionRequest) string {
 	switch {
-	case !validUUID(r.ActionID):
+	case !ValidUUID(r.ActionID):
 		return "request failed validation: action_id must be a UUID"
 	case !r.Kind.Valid():
 		return explainBadKind
@@ -153,8 +153,9 @@ func validateRequest(r *ActionRequest) string {
 	return ""
 }
 
-// validUUID accepts the canonical 8-4-4-4-12 hex form, either case.
-func validUUID(s string) bool {
+// ValidUUID accepts the canonical 8-4-4-4-12 hex form, either case: the
+// shape of every id the gate and the service take from a caller.
+func ValidUUID(s string) bool {
 	if len(s) != 36 {
 		return false
 	}

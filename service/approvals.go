@@ -154,7 +154,7 @@ func (r approvalRepo) create(ctx context.Context, a approvalRow) (approvalRow, e
 
 // get reads an approval of a tenant; another tenant's is ErrNotFound.
 func (r approvalRepo) get(ctx context.Context, tenantID, id string) (approvalRow, error) {
-	if !validUUID(id) {
+	if !engine.ValidUUID(id) {
 		return approvalRow{}, ErrNotFound
 	}
 	a, err := scanApproval(r.db.QueryRow(ctx, approvalGet, id, tenantID))
@@ -303,7 +303,7 @@ func decodeCursor(s string) (*approvalCursor, error) {
 	if err == nil {
 		err = json.Unmarshal(b, &c)
 	}
-	if err != nil || !validUUID(c.ID) {
+	if err != nil || !engine.ValidUUID(c.ID) {
 		return nil, &InvalidError{Msg: "invalid cursor"}
 	}
 	return &c, nil
@@ -333,7 +333,7 @@ func (s *Service) ListApprovals(ctx context.Context, p engine.Principal, f Appro
 		status = string(f.Status)
 	}
 	// A malformed run or session id matches nothing rather than erroring.
-	if (f.RunID != "" && !validUUID(f.RunID)) || (f.SessionID != "" && !validUUID(f.SessionID)) {
+	if (f.RunID != "" && !engine.ValidUUID(f.RunID)) || (f.SessionID != "" && !engine.ValidUUID(f.SessionID)) {
 		return ApprovalPage{Items: []Approval{}}, nil
 	}
 	var rows pgx.Rows

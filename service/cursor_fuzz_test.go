@@ -2,6 +2,7 @@ package service
 
 import (
 	"errors"
+	"gatehouse/engine"
 	"testing"
 	"time"
 )
@@ -29,7 +30,7 @@ func FuzzDecodeCursor(f *testing.F) {
 			}
 			return
 		}
-		if !validUUID(c.ID) {
+		if !engine.ValidUUID(c.ID) {
 			t.Fatalf("decode %q: invalid id %q accepted", s, c.ID)
 		}
 		again, err := decodeCursor(encodeCursor(*c))

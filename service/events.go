@@ -81,7 +81,7 @@ func (s *Service) ListEvents(ctx context.Context, p engine.Principal, f EventFil
 	}
 	var runID any
 	if f.RunID != "" {
-		if !validUUID(f.RunID) {
+		if !engine.ValidUUID(f.RunID) {
 			return []Event{}, nil
 		}
 		runID = f.RunID

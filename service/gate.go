@@ -78,7 +78,7 @@ func retriedAfterPark(run Run, lease Lease) bool {
 
 func validateRequest(req engine.ActionRequest) error {
 	switch {
-	case !validUUID(req.ActionID):
+	case !engine.ValidUUID(req.ActionID):
 		return &InvalidError{Msg: "action.action_id must be a uuid"}
 	case req.Name == "" || len(req.Name) > maxIDLength:
 		return &InvalidError{Msg: "action.name is required (at most 200 characters)"}

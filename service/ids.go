@@ -6,16 +6,6 @@ import (
 
 func newID() string { return uuid.NewString() }
 
-// validUUID accepts only the canonical hyphenated form, so an id that is
-// not a uuid is answered as not found before it reaches SQL.
-func validUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	_, err := uuid.Parse(s)
-	return err == nil
-}
-
 // nullUUID maps "" to SQL NULL.
 func nullUUID(s string) any {
 	if s == "" {

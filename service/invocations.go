@@ -180,7 +180,7 @@ func getInvocationByAction(ctx context.Context, db DBTX, runID, actionID string)
 }
 
 func getInvocation(ctx context.Context, db DBTX, tenantID, runID, id string) (invocationRow, error) {
-	if !validUUID(id) {
+	if !engine.ValidUUID(id) {
 		return invocationRow{}, ErrNotFound
 	}
 	r, err := scanInvocation(db.QueryRow(ctx, invocationGet, id, runID, tenantID))

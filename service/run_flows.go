@@ -27,7 +27,7 @@ func (s *Service) SubmitRun(ctx context.Context, p engine.Principal, in SubmitRu
 	switch {
 	case p.TenantID == "" || p.ID == "":
 		return Run{}, &InvalidError{Msg: "principal has no tenant"}
-	case !validUUID(in.SessionID):
+	case !engine.ValidUUID(in.SessionID):
 		return Run{}, &InvalidError{Msg: "session_id must be a uuid"}
 	case in.AgentID == "" || len(in.AgentID) > maxIDLength:
 		return Run{}, &InvalidError{Msg: "agent_id is required (at most 200 characters)"}
@@ -93,7 +93,7 @@ func (s *Service) ClaimRun(ctx context.Context, p engine.Principal, in ClaimInpu
 	if in.WorkerID == "" || len(in.WorkerID) > maxIDLength {
 		return Run{}, false, &InvalidError{Msg: "worker_id is required (at most 200 characters)"}
 	}
-	if in.RunID != "" && !validUUID(in.RunID) {
+	if in.RunID != "" && !engine.ValidUUID(in.RunID) {
 		return Run{}, false, nil
 	}
 	now := s.now()
@@ -126,7 +126,7 @@ func (s *Service) Heartbeat(ctx context.Context, p engine.Principal, runID strin
 	if err != nil {
 		return Run{}, err
 	}
-	if !validUUID(runID) {
+	if !engine.ValidUUID(runID) {
 		return Run{}, ErrNotFound
 	}
 	now := s.now()

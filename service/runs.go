@@ -124,7 +124,7 @@ func scanRun(row pgx.Row) (Run, error) {
 
 // getRun reads a run of a tenant; another tenant's run is ErrNotFound.
 func getRun(ctx context.Context, db DBTX, tenantID, runID string, lock bool) (Run, error) {
-	if !validUUID(runID) {
+	if !engine.ValidUUID(runID) {
 		return Run{}, ErrNotFound
 	}
 	q := runGet
