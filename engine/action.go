@@ -46,6 +46,7 @@ type ProposedAction struct {
 	Risk           RiskLevel        `json:"risk"`
 	Idempotency    IdempotencyClass `json:"idempotency"`
 	RequiredScopes []string         `json:"required_scopes"`
+	Roles          ArgumentRoles    `json:"argument_roles,omitzero"`
 
 	Arguments               map[string]any        `json:"arguments"`
 	NormalizedArgumentsHash string                `json:"normalized_arguments_hash"`

@@ -1,8 +1,7 @@
 package engine
 
-// This file fixes the engine's public shape so the service, handlers and
-// commands can be written against it. Bodies marked "stub" are replaced by
-// the real implementation in their own files.
+// This file holds the engine's public types that the loader and the
+// service build: profiles, hardline rules, tool specs and requests.
 
 import (
 	"context"
@@ -14,6 +13,9 @@ const (
 	CondPathInsideWorkspace       = "path_inside_workspace"
 	CondConstructedProviderTarget = "constructed_provider_target"
 	CondTargetIsolated            = "target_isolated"
+	// CondCommandOpaque holds when a command argument cannot be read
+	// statically (see engine/shell.go); rows name it in approval_when.
+	CondCommandOpaque = "command_opaque"
 )
 
 // ArgumentModification is what an ALLOW_WITH_MODIFICATIONS rule does to the
@@ -33,6 +35,7 @@ type ProfileRule struct {
 	Condition              string                // optional
 	Decision               PolicyDecisionType    // when the condition holds (or there is none)
 	Otherwise              PolicyDecisionType    // when it does not
+	ApprovalWhen           string                // optional condition that raises an allow to require_approval
 	HumanConfirmsArguments bool                  // tool rules only
 	Modifications          *ArgumentModification // only with Decision allow_with_modifications
 }
@@ -55,12 +58,13 @@ type HardlineExample struct {
 }
 
 // HardlineRule is a never-bypassable pattern. Kind is one of side_effect,
-// command_regex, path_pattern, egress_host, credential_egress.
+// command, path_pattern, egress_host, credential_egress.
 type HardlineRule struct {
 	ID          string
 	Kind        string
 	AppliesTo   []SideEffectClass
-	Pattern     string   // command_regex, path_pattern
+	Pattern     string   // path_pattern, egress_host
+	Intent      string   // command: what the parsed commands must not do
 	Arguments   []string // arguments read; empty: every string value, recursively
 	MessageCode string   // policy.hardline.<code>
 	Blocks      HardlineExample
@@ -79,7 +83,17 @@ type ToolSpec struct {
 	RequiredScopes []string
 	Target         string // fixed target kind, or empty: the request says
 	MCPServerID    string
-	Arguments      []string
+	Arguments      []string      // the closed list of argument names a proposal may carry
+	Roles          ArgumentRoles // which of Arguments hold commands, paths and URLs
+}
+
+// ArgumentRoles names the arguments of a tool that hold commands, paths
+// and URLs, so hardline rules and conditions read them whatever they are
+// called.
+type ArgumentRoles struct {
+	Commands []string `json:"commands,omitempty"`
+	Paths    []string `json:"paths,omitempty"`
+	URLs     []string `json:"urls,omitempty"`
 }
 
 // ActionRequest is a proposal as an agent sends it.

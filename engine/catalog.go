@@ -75,6 +75,13 @@ func validateSpec(s ToolSpec) error {
 			return fmt.Errorf("argument names must be non-empty and distinct")
 		}
 	}
+	for _, role := range [][]string{s.Roles.Commands, s.Roles.Paths, s.Roles.URLs} {
+		for _, a := range role {
+			if !slices.Contains(s.Arguments, a) {
+				return fmt.Errorf("commands, paths and urls name declared arguments; %q is not one", a)
+			}
+		}
+	}
 	return nil
 }
 
@@ -113,5 +120,6 @@ func (c *Catalog) Len() int {
 func copySpec(s ToolSpec) ToolSpec {
 	s.RequiredScopes = slices.Clone(s.RequiredScopes)
 	s.Arguments = slices.Clone(s.Arguments)
+	s.Roles = ArgumentRoles{Commands: slices.Clone(s.Roles.Commands), Paths: slices.Clone(s.Roles.Paths), URLs: slices.Clone(s.Roles.URLs)}
 	return s
 }

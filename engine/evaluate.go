@@ -36,8 +36,9 @@ func EvaluateDeterministic(a ProposedAction, p Principal, r RunSnapshot, rs *Loa
 		return unclassifiable(&a, rs.policyVersion, msg)
 	}
 	ci := a.SideEffect.index()
+	var facts actionFacts
 	for _, h := range rs.hardline[ci] {
-		if h.blocks(&a) {
+		if h.blocks(&a, &facts) {
 			return PolicyDecision{
 				Decision:      DecisionDeny,
 				ReasonCode:    h.messageCode,
@@ -70,9 +71,14 @@ func EvaluateDeterministic(a ProposedAction, p Principal, r RunSnapshot, rs *Loa
 		SideEffect:    a.SideEffect,
 		Risk:          a.Risk,
 	}
-	if rule.cond != condNone && !conditionHolds(rule.cond, &a) {
+	if rule.cond != condNone && !conditionHolds(rule.cond, &a, &facts) {
 		d.Decision = rule.otherwise
 		d.Explanation = rule.explainFailed
+	}
+	if rule.approvalWhen != condNone && d.Decision.Rank() < DecisionRequireApproval.Rank() && conditionHolds(rule.approvalWhen, &a, &facts) {
+		d.Decision = DecisionRequireApproval
+		d.Explanation = rule.explainApproval
+		d.ModifiedArguments = nil
 	}
 	if d.Decision == DecisionAllowWithModifications {
 		d.ModifiedArguments = applyModifications(a.Arguments, rule.mods)
@@ -149,11 +155,24 @@ func validTargetKind(k string) bool {
 	return false
 }
 
-func conditionHolds(c condition, a *ProposedAction) bool {
+func conditionHolds(c condition, a *ProposedAction, f *actionFacts) bool {
 	switch c {
 	case condPathInsideWorkspace:
-		p, ok := a.Arguments["path"].(string)
-		return ok && PathInsideWorkspace(p)
+		// Every path the action names must be inside the workspace: the
+		// catalog's path arguments, or "path" for a tool that declares none.
+		if len(a.Roles.Paths) == 0 {
+			p, ok := a.Arguments["path"].(string)
+			return ok && PathInsideWorkspace(p)
+		}
+		for _, name := range a.Roles.Paths {
+			p, ok := a.Arguments[name].(string)
+			if !ok || !PathInsideWorkspace(p) {
+				return false
+			}
+		}
+		return true
+	case condCommandOpaque:
+		return f.commands(a).opaque
 	case condConstructedProviderTarget:
 		switch a.Target.Kind {
 		case TargetWebProvider, TargetBrowserProvider:

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -59,7 +60,16 @@ func Gate(req ActionRequest, cat *Catalog, run RunSnapshot, p Principal, rs *Loa
 		out.Decision = unclassifiable(&action, version, "the action names no registered tool of its kind and version")
 		return out
 	}
+	for name := range action.Arguments {
+		if !slices.Contains(spec.Arguments, name) {
+			// An argument nobody declared is an argument no rule reads.
+			out.Action = action
+			out.Decision = unclassifiable(&action, version, explainUndeclaredArgument)
+			return out
+		}
+	}
 	action.Version = spec.Version
+	action.Roles = spec.Roles
 	action.SideEffect = spec.SideEffect
 	action.Risk = spec.Risk
 	action.Idempotency = spec.Idempotency
@@ -108,6 +118,10 @@ func Gate(req ActionRequest, cat *Catalog, run RunSnapshot, p Principal, rs *Loa
 // explainUnrepresentable is the explanation for arguments NormalizeArguments
 // refuses.
 const explainUnrepresentable = "request failed validation: arguments nest deeper than 64 levels or hold a value JSON cannot carry"
+
+// explainUndeclaredArgument explains a request carrying an argument its
+// tool's catalog entry does not list.
+const explainUndeclaredArgument = "request failed validation: an argument the tool's catalog entry does not declare"
 
 // explainClaimedTarget explains a request that claims a target only the
 // catalog may assign.

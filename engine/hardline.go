@@ -14,7 +14,7 @@ import (
 // Hardline rule kinds.
 const (
 	HardlineSideEffect       = "side_effect"
-	HardlineCommandRegex     = "command_regex"
+	HardlineCommand          = "command"
 	HardlinePathPattern      = "path_pattern"
 	HardlineEgressHost       = "egress_host"
 	HardlineCredentialEgress = "credential_egress" //nolint:gosec // a rule kind, not a credential
@@ -32,6 +32,7 @@ type compiledHardline struct {
 	explanation string
 	args        []string // arguments read; nil reads every string value
 	re          *regexp.Regexp
+	intent      intent         // command rules
 	literals    []string       // one of these is in every match (none: no filter)
 	foldLiteral bool           // literals are lower case, compared ignoring ASCII case
 	prefixes    []netip.Prefix // egress_host addresses and ranges
@@ -48,10 +49,16 @@ func compileHardline(r HardlineRule) (*compiledHardline, error) {
 	}
 	switch r.Kind {
 	case HardlineSideEffect, HardlineCredentialEgress:
-		if r.Pattern != "" {
+		if r.Pattern != "" || r.Intent != "" {
 			return nil, fmt.Errorf("a %s rule takes no pattern", r.Kind)
 		}
-	case HardlineCommandRegex, HardlinePathPattern:
+	case HardlineCommand:
+		in, ok := parseIntent(r.Intent)
+		if !ok || r.Pattern != "" {
+			return nil, fmt.Errorf("a command rule names one intent (%s, %s, %s, %s, %s) and no pattern", IntentRecursiveDeleteRoot, IntentFilesystemFormat, IntentBlockDeviceWrite, IntentForkBomb, IntentRecursiveChmodRoot)
+		}
+		h.intent = in
+	case HardlinePathPattern:
 		if r.Pattern == "" {
 			return nil, fmt.Errorf("a %s rule needs a pattern", r.Kind)
 		}
@@ -62,11 +69,7 @@ func compileHardline(r HardlineRule) (*compiledHardline, error) {
 		h.re = re
 		h.literals, h.foldLiteral = requiredLiterals(r.Pattern)
 		if len(h.args) == 0 {
-			if r.Kind == HardlineCommandRegex {
-				h.args = []string{"command"}
-			} else {
-				h.args = []string{"path"}
-			}
+			h.args = []string{"path"}
 		}
 	case HardlineEgressHost:
 		if err := h.parseHosts(r.Pattern); err != nil {
@@ -111,22 +114,42 @@ func (h *compiledHardline) parseHosts(pattern string) error {
 }
 
 // blocks reports whether the rule fires on a (whose class the rule applies
-// to; the caller has checked that).
-func (h *compiledHardline) blocks(a *ProposedAction) bool {
+// to; the caller has checked that). f holds what was read of a once per
+// evaluation, so several command rules parse its commands once.
+func (h *compiledHardline) blocks(a *ProposedAction, f *actionFacts) bool {
 	switch h.kind {
 	case HardlineSideEffect:
 		return true
-	case HardlineCommandRegex:
-		return h.anyCommand(a.Arguments)
+	case HardlineCommand:
+		return f.commands(a).intents&h.intent != 0
 	case HardlinePathPattern:
-		return h.anyString(a.Arguments, false, h.matchPath)
+		return h.anyPath(a, h.matchPath)
 	case HardlineEgressHost:
-		return h.anyString(a.Arguments, false, h.matchEgress)
+		if h.anyString(a.Arguments, false, h.matchEgress) {
+			return true
+		}
+		return f.hasCommands(a) && slices.ContainsFunc(f.commands(a).words, h.matchEgress)
 	case HardlineCredentialEgress:
 		return h.anyString(a.Arguments, true, ContainsCredential)
 	}
 	// An unknown kind never compiles; refusing here keeps the zero value safe.
 	return true
+}
+
+// anyPath applies a path rule to the arguments it reads and to every
+// argument the catalog declares a path.
+func (h *compiledHardline) anyPath(a *ProposedAction, match func(string) bool) bool {
+	if h.anyString(a.Arguments, false, match) {
+		return true
+	}
+	for _, name := range a.Roles.Paths {
+		if !slices.Contains(h.args, name) {
+			if v, ok := a.Arguments[name]; ok && anyStringIn(v, false, match, 0) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // anyString applies match to the strings the rule reads: the named
@@ -172,80 +195,6 @@ func anyStringIn(v any, withKeys bool, match func(string) bool, depth int) bool 
 		}
 	}
 	return false
-}
-
-// anyCommand applies a command rule to the arguments it reads. A command
-// may be a string or an argv array: an array is also read as its string
-// elements joined with spaces, so ["rm", "-rf", "/"] is "rm -rf /", and
-// every string in it is read on its own too (["sh", "-c", "..."]).
-func (h *compiledHardline) anyCommand(args map[string]any) bool {
-	for _, name := range h.args {
-		if v, ok := args[name]; ok && anyCommandIn(v, h.matchCommand, 0) {
-			return true
-		}
-	}
-	return false
-}
-
-func anyCommandIn(v any, match func(string) bool, depth int) bool {
-	if depth > maxDepth {
-		// Deeper than any honest argument: refuse rather than skip.
-		return true
-	}
-	switch x := v.(type) {
-	case string:
-		return match(x)
-	case []string:
-		if match(strings.Join(x, " ")) {
-			return true
-		}
-		return slices.ContainsFunc(x, match)
-	case []any:
-		if match(joinStrings(x)) {
-			return true
-		}
-		for _, e := range x {
-			if anyCommandIn(e, match, depth+1) {
-				return true
-			}
-		}
-	case map[string]any:
-		for _, e := range x {
-			if anyCommandIn(e, match, depth+1) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// joinStrings joins an array's string elements with spaces; other elements
-// are skipped, so a number slipped into an argv cannot break the command up.
-func joinStrings(a []any) string {
-	var b strings.Builder
-	for _, e := range a {
-		if s, ok := e.(string); ok {
-			if b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(s)
-		}
-	}
-	return b.String()
-}
-
-// shellQuoting is what matchCommand strips from a command before its second
-// reading: quotes and backslash escapes the shell removes anyway, so
-// rm -rf "/" and rm -rf \/ read as rm -rf /.
-var shellQuoting = strings.NewReplacer(`"`, "", `'`, "", `\`, "")
-
-// matchCommand tests a command as given and, when it has quotes or
-// escapes, with them removed.
-func (h *compiledHardline) matchCommand(s string) bool {
-	if h.matchRegex(s) {
-		return true
-	}
-	return strings.ContainsAny(s, `"'\`) && h.matchRegex(shellQuoting.Replace(s))
 }
 
 // matchRegex runs the rule's regexp, skipping it when the string lacks the
@@ -350,8 +299,10 @@ func containsFold(s, lower string) bool {
 }
 
 // matchPath tests the path as given and in its normalized form, so
-// "/etc//passwd", "a/../../etc" and "\etc\passwd" cannot slip past an
-// anchored pattern. Clean allocates only when it changes something.
+// "/etc//passwd", "a/../../etc", "\etc\passwd", "~/.ssh" and
+// "$HOME/../../etc" cannot slip past an anchored pattern. The home
+// directory reads as homeDir, an absolute path, so climbing out of it
+// reaches the root. Clean allocates only when it changes something.
 func (h *compiledHardline) matchPath(p string) bool {
 	if h.matchRegex(p) {
 		return true
@@ -360,6 +311,6 @@ func (h *compiledHardline) matchPath(p string) bool {
 	if strings.IndexByte(norm, '\\') >= 0 {
 		norm = strings.ReplaceAll(norm, `\`, "/")
 	}
-	norm = path.Clean(norm)
+	norm = path.Clean(homePath(norm))
 	return norm != p && h.matchRegex(norm)
 }

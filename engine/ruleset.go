@@ -64,6 +64,7 @@ const (
 	condPathInsideWorkspace
 	condConstructedProviderTarget
 	condTargetIsolated
+	condCommandOpaque
 )
 
 func parseCondition(s string) (condition, bool) {
@@ -76,6 +77,8 @@ func parseCondition(s string) (condition, bool) {
 		return condConstructedProviderTarget, true
 	case CondTargetIsolated:
 		return condTargetIsolated, true
+	case CondCommandOpaque:
+		return condCommandOpaque, true
 	}
 	return condNone, false
 }
@@ -83,18 +86,20 @@ func parseCondition(s string) (condition, bool) {
 // compiledRule is a profile row ready to evaluate. Reason codes and
 // explanations are built at load so the allow path allocates nothing.
 type compiledRule struct {
-	id            string
-	reason        string
-	layer         Layer
-	cond          condition
-	decision      PolicyDecisionType
-	otherwise     PolicyDecisionType
-	isToolRule    bool
-	hca           bool
-	mods          *ArgumentModification
-	explainHeld   string
-	explainFailed string
-	explainTrust  string
+	id              string
+	reason          string
+	layer           Layer
+	cond            condition
+	decision        PolicyDecisionType
+	otherwise       PolicyDecisionType
+	isToolRule      bool
+	hca             bool
+	mods            *ArgumentModification
+	approvalWhen    condition
+	explainHeld     string
+	explainApproval string
+	explainFailed   string
+	explainTrust    string
 }
 
 // LoadedRuleset is an immutable, compiled profile plus hardline set. There
@@ -251,6 +256,10 @@ func (rs *LoadedRuleset) compileRule(r ProfileRule, reason string, layer Layer) 
 	if (cond == condNone) != (r.Otherwise == "") {
 		return nil, ruleErr(r.ID, CodeConditionOtherwise, "a condition and an otherwise decision go together")
 	}
+	approvalWhen, ok := parseCondition(r.ApprovalWhen)
+	if !ok {
+		return nil, ruleErr(r.ID, CodeUnknownCondition, "unknown approval_when condition %q", r.ApprovalWhen)
+	}
 	if r.Otherwise != "" && (!r.Otherwise.Valid() || r.Otherwise == DecisionAllowWithModifications) {
 		return nil, ruleErr(r.ID, CodeInvalidDecision, "invalid otherwise decision %q", r.Otherwise)
 	}
@@ -261,13 +270,14 @@ func (rs *LoadedRuleset) compileRule(r ProfileRule, reason string, layer Layer) 
 		return nil, ruleErr(r.ID, CodeModifications, "modifications change nothing")
 	}
 	cr := &compiledRule{
-		id:        r.ID,
-		reason:    reason,
-		layer:     layer,
-		cond:      cond,
-		decision:  r.Decision,
-		otherwise: r.Otherwise,
-		mods:      copyMods(r.Modifications),
+		id:           r.ID,
+		reason:       reason,
+		layer:        layer,
+		cond:         cond,
+		decision:     r.Decision,
+		otherwise:    r.Otherwise,
+		mods:         copyMods(r.Modifications),
+		approvalWhen: approvalWhen,
 	}
 	prefix := "profile " + rs.profileName + " rule " + r.ID
 	if cond == condNone {
@@ -275,6 +285,9 @@ func (rs *LoadedRuleset) compileRule(r ProfileRule, reason string, layer Layer) 
 	} else {
 		cr.explainHeld = prefix + ": condition " + r.Condition + " holds: " + string(r.Decision)
 		cr.explainFailed = prefix + ": condition " + r.Condition + " does not hold: " + string(r.Otherwise)
+	}
+	if approvalWhen != condNone {
+		cr.explainApproval = prefix + ": " + r.ApprovalWhen + " holds: require_approval"
 	}
 	cr.explainTrust = prefix + " allows, raised to require_approval by the trust overlay: an argument or the origin of the action cannot authorize it"
 	return cr, nil
@@ -328,7 +341,7 @@ func checkExamples(r HardlineRule, h *compiledHardline) error {
 			return false
 		}
 		a := ProposedAction{SideEffect: ex.SideEffect, Arguments: ex.Arguments, Target: ex.Target}
-		return h.blocks(&a)
+		return h.blocks(&a, &actionFacts{})
 	}
 	if !r.Blocks.SideEffect.Valid() || !r.NearMiss.SideEffect.Valid() {
 		return ruleErr(r.ID, CodeHardlineExample, "blocks and near_miss examples both need a known side_effect")

@@ -163,7 +163,7 @@ func TestAllowWithModifications(t *testing.T) {
 	set := loadCorpusSet(t)
 	rs, _ := set.Ruleset("modify")
 	req := engine.ActionRequest{
-		ActionID: "00000000-0000-4000-8000-000000000001", Kind: engine.ActionToolCall, Name: "web.fetch",
+		ActionID: "00000000-0000-4000-8000-000000000001", Kind: engine.ActionToolCall, Name: "web.fetch_raw",
 		Summary: "fetch", Arguments: map[string]any{"url": "https://example.com", "cookies": "a=b"},
 		OriginTrust: engine.TrustUser,
 	}

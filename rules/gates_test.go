@@ -210,7 +210,8 @@ func TestGate05Hardline(t *testing.T) {
 		}
 		// Mutating what the accessors return changes nothing.
 		before := rs.PolicyVersion()
-		rules[0].Pattern = ".*"
+		appliesBefore := slices.Clone(rules[0].AppliesTo)
+		rules[0].Intent = "changed"
 		rules[0].AppliesTo = append(rules[0].AppliesTo[:0], engine.SideEffectNone)
 		for k := range rules[0].Blocks.Arguments {
 			rules[0].Blocks.Arguments[k] = "changed"
@@ -219,7 +220,7 @@ func TestGate05Hardline(t *testing.T) {
 		p.Rules[0].Decision = engine.DecisionDeny
 		p.ToolRules = nil
 		again := rs.Hardline()
-		if again[0].Pattern == ".*" || again[0].AppliesTo[0] == engine.SideEffectNone || rs.Profile().Rules[0].Decision == engine.DecisionDeny || rs.PolicyVersion() != before {
+		if again[0].Intent == "changed" || !slices.Equal(again[0].AppliesTo, appliesBefore) || rs.Profile().Rules[0].Decision == engine.DecisionDeny || rs.PolicyVersion() != before {
 			t.Fatal("mutating a copy changed the ruleset")
 		}
 		for _, v := range again[0].Blocks.Arguments {

@@ -7,6 +7,10 @@ import (
 	"gatehouse/engine"
 )
 
+// appliesToAll in applies_to names every class: a rule that reads the
+// arguments the catalog declares as commands guards them on any tool.
+const appliesToAll = "all"
+
 type hardlineDoc struct {
 	Rules []hardlineRuleDoc `yaml:"rules"`
 }
@@ -16,6 +20,7 @@ type hardlineRuleDoc struct {
 	Kind        string      `yaml:"kind"`
 	AppliesTo   []string    `yaml:"applies_to"`
 	Pattern     string      `yaml:"pattern"`
+	Intent      string      `yaml:"intent"`
 	Arguments   []string    `yaml:"arguments"`
 	MessageCode string      `yaml:"message_code"`
 	Blocks      *exampleDoc `yaml:"blocks"`
@@ -78,12 +83,17 @@ func parseHardline(b []byte) (*hardlineSet, error) {
 			ID:          r.ID,
 			Kind:        r.Kind,
 			Pattern:     r.Pattern,
+			Intent:      r.Intent,
 			Arguments:   r.Arguments,
 			MessageCode: r.MessageCode,
 			Blocks:      blocks,
 			NearMiss:    near,
 		}
 		for _, s := range r.AppliesTo {
+			if s == appliesToAll {
+				rule.AppliesTo = append(rule.AppliesTo, engine.SideEffectClasses()...)
+				continue
+			}
 			rule.AppliesTo = append(rule.AppliesTo, engine.SideEffectClass(s))
 		}
 		hs.rules = append(hs.rules, rule)

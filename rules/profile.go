@@ -30,6 +30,7 @@ type rowDoc struct {
 	Condition              string   `yaml:"condition"`
 	Decision               string   `yaml:"decision"`
 	Otherwise              string   `yaml:"otherwise"`
+	ApprovalWhen           string   `yaml:"approval_when"`
 	HumanConfirmsArguments bool     `yaml:"human_confirms_arguments"`
 	Modifications          *modsDoc `yaml:"modifications"`
 }
@@ -158,6 +159,7 @@ func (r rowDoc) rule(id string) (engine.ProfileRule, error) {
 		Condition:              r.Condition,
 		Decision:               engine.PolicyDecisionType(r.Decision),
 		Otherwise:              engine.PolicyDecisionType(r.Otherwise),
+		ApprovalWhen:           r.ApprovalWhen,
 		HumanConfirmsArguments: r.HumanConfirmsArguments,
 	}
 	if r.Modifications != nil {

@@ -23,6 +23,9 @@ type toolDoc struct {
 	Target         string   `yaml:"target"`
 	MCPServerID    string   `yaml:"mcp_server_id"`
 	Arguments      []string `yaml:"arguments"`
+	Commands       []string `yaml:"commands"`
+	Paths          []string `yaml:"paths"`
+	URLs           []string `yaml:"urls"`
 }
 
 // loadCatalog merges the operator catalog over the built-in one. A name
@@ -78,6 +81,7 @@ func parseTools(file string, b []byte) ([]engine.ToolSpec, error) {
 			Target:         t.Target,
 			MCPServerID:    t.MCPServerID,
 			Arguments:      t.Arguments,
+			Roles:          engine.ArgumentRoles{Commands: t.Commands, Paths: t.Paths, URLs: t.URLs},
 		}
 		if _, err := engine.NewCatalog([]engine.ToolSpec{s}); err != nil {
 			line := 0
