@@ -239,7 +239,9 @@ func (z *shellReader) stmt(s *syntax.Stmt, stdin *stdinSource) {
 		if forkBomb(c) {
 			z.rep.intents |= intentForkBomb
 		}
-		z.stmt(c.Body, nil)
+		if c.Body != nil {
+			z.stmt(c.Body, nil)
+		}
 	case *syntax.DeclClause:
 		for _, a := range c.Args {
 			z.assignment(a)
@@ -632,7 +634,7 @@ func skipOptions(argv []value, withValue []string) int {
 		// A short option with a value attached (-uroot) or a cluster.
 		i++
 	}
-	return i
+	return min(i, len(argv))
 }
 
 // unwrap handles commands that run another command. It returns the
@@ -996,6 +998,7 @@ func (z *shellReader) shell(args []value, stdin *stdinSource) {
 		}
 		i++
 	}
+	i = min(i, len(args))
 	if cmdMode {
 		z.shellString(args[i:], stdin)
 		return
@@ -1197,6 +1200,9 @@ func blockDevice(p string) bool {
 // call in the background or in a pipeline: the shape of every fork bomb,
 // whatever the function is called.
 func forkBomb(f *syntax.FuncDecl) bool {
+	if f.Name == nil || f.Body == nil {
+		return false
+	}
 	name := f.Name.Value
 	calls := func(n syntax.Node) int {
 		count := 0

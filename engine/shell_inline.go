@@ -112,7 +112,7 @@ func awkProgram(args []value) (value, string, bool) {
 
 var (
 	// rmtreeCall: the languages' recursive deletes, with a literal path.
-	rmtreeCall = regexp.MustCompile(`(?:\brmtree|\brm_rf|\brm_r|\bremove_tree|\brmSync|\brmdirSync|\bremovedirs|\.rm|\.rmdir|\bRemoveAll)\s*\(?\s*`)
+	rmtreeCall = regexp.MustCompile(`(?:\brmtree|\brm_rf|\brm_r|\bremove_tree|\brmSync|\brmdirSync|\bremovedirs|\.rm\b|\.rmdir\b|\bRemoveAll)\s*\(?\s*`)
 	// shellCall: calls that hand a string to a shell or run an argv.
 	shellCall = regexp.MustCompile(`(?:\bos\.system|\bos\.popen|\bsubprocess\.[A-Za-z_]+|\bcommands\.getoutput|\bsystem|\bexecSync|\bexecFileSync|\bexecFile|\bspawnSync|\bspawn|\bexec|\beval|\bpopen|\bshell_exec|\bpassthru|\bproc_open|\bIO\.popen|\bOpen3\.[a-z0-9_]+|\bKernel\.exec|\bqx|%x)\s*[({\[]?\s*`)
 	// pipeToShell: awk's print | "sh" and friends.

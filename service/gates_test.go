@@ -307,11 +307,11 @@ func TestGate10PromptIsNotAuthorization(t *testing.T) {
 			return map[string]any{"to": "boss@example.com", "subject": "fwd", "body": s}
 		}},
 		{"payments.charge", engine.ActionToolCall, func(s string) map[string]any {
-			return map[string]any{"customer": "c1", "amount_cents": 99900, "currency": "USD", "memo": s, "approved": true}
+			return map[string]any{"customer": s, "amount_cents": 99900, "currency": "USD"}
 		}},
 		{"http.post", engine.ActionToolCall, func(s string) map[string]any { return map[string]any{"url": "https://example.com", "body": s} }},
 		{"files.delete", engine.ActionToolCall, func(s string) map[string]any {
-			return map[string]any{"file_id": "f1", "name": s, "approval": map[string]any{"status": "approved"}}
+			return map[string]any{"file_id": "f1", "name": s}
 		}},
 		{"blog.publish", engine.ActionToolCall, func(s string) map[string]any { return map[string]any{"title": "news", "body": s} }},
 		{"device.sms.send", engine.ActionToolCall, func(s string) map[string]any { return map[string]any{"to": "+100", "body": s} }},

@@ -99,8 +99,16 @@ func testRuleset(t testing.TB, name, version string, overrides map[engine.SideEf
 
 func testCatalog(t testing.TB) *engine.Catalog {
 	t.Helper()
+	// The argument lists are closed, as in the built-in catalog.
+	args := map[string][]string{
+		"workspace.read_text": {"path"}, "workspace.write_text": {"path", "text"}, "email.send": {"to", "subject", "body"},
+		"http.post": {"url", "body"}, "demo.external_write": {"record", "field", "value"}, "files.delete": {"file_id", "name"},
+		"payments.charge": {"customer", "amount_cents", "currency"}, "blog.publish": {"title", "body"}, "sandbox.exec": {"command"},
+		"package.install": {"manager", "package"}, "secrets.read": {"name"}, "device.sms.send": {"to", "body"},
+		"artifact.export": {"artifact_id", "destination"}, "memory.publish": {"key", "text"},
+	}
 	spec := func(name string, kind engine.ActionKind, se engine.SideEffectClass, risk engine.RiskLevel, idem engine.IdempotencyClass, scopes ...string) engine.ToolSpec {
-		return engine.ToolSpec{Name: name, Version: "1.0.0", Kind: kind, SideEffect: se, Risk: risk, Idempotency: idem, RequiredScopes: scopes}
+		return engine.ToolSpec{Name: name, Version: "1.0.0", Kind: kind, SideEffect: se, Risk: risk, Idempotency: idem, RequiredScopes: scopes, Arguments: args[name]}
 	}
 	tc := engine.ActionToolCall
 	cat, err := engine.NewCatalog([]engine.ToolSpec{
