@@ -1234,6 +1234,10 @@ func forkBomb(f *syntax.FuncDecl) bool {
 	return fanOut
 }
 
+// noCommands is the report of an action without commands, shared so the
+// allow path allocates nothing. Never written.
+var noCommands shellReport
+
 // actionFacts is what one evaluation has read of an action, computed on
 // first use so an action with no command parses nothing.
 type actionFacts struct {
@@ -1270,7 +1274,7 @@ func (f *actionFacts) commands(a *ProposedAction) *shellReport {
 		return f.shell
 	}
 	if !f.hasCommands(a) {
-		f.shell = &shellReport{}
+		f.shell = &noCommands
 		return f.shell
 	}
 	z := newShellReader()

@@ -55,12 +55,18 @@ func BenchmarkEvaluate(b *testing.B) {
 	b.Run("allow", func(b *testing.B) {
 		run(b, func(d engine.PolicyDecision) bool { return d.Decision == engine.DecisionAllow })
 	})
-	// Most allowed corpus cases are hardline near misses: shell commands
-	// that every command rule's regular expression must read. The allow
-	// path of an action with no command shows the evaluator's own cost.
+	// Many allowed corpus cases are command near misses, which the shell
+	// reader parses. The allow path of an action with no command shows the
+	// evaluator's own cost and must not allocate; the one with a command
+	// shows what parsing costs.
 	b.Run("allow_without_command", func(b *testing.B) {
 		run(b, func(d engine.PolicyDecision) bool {
 			return d.Decision == engine.DecisionAllow && d.SideEffect != engine.SideEffectCodeExecution
+		})
+	})
+	b.Run("allow_with_command", func(b *testing.B) {
+		run(b, func(d engine.PolicyDecision) bool {
+			return d.Decision == engine.DecisionAllow && d.SideEffect == engine.SideEffectCodeExecution
 		})
 	})
 }
