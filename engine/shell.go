@@ -714,16 +714,7 @@ func (z *shellReader) unwrap(name string, argv []value, stdin *stdinSource) (res
 		if i >= len(argv) {
 			return nil, nil, true
 		}
-		appended := value{unknown: true}
-		if stdin != nil && !stdin.unknown {
-			fs := strings.Fields(stdin.text)
-			next = append(slices.Clone(argv[i:]), make([]value, 0, len(fs))...)
-			for _, f := range fs {
-				next = append(next, value{s: f})
-			}
-			return nil, next, false
-		}
-		return nil, append(slices.Clone(argv[i:]), appended), false
+		return nil, xargsCommand(argv[1:i], argv[i:], stdin), false
 	}
 	if i >= len(argv) {
 		if name == "sudo" || name == "doas" {
@@ -733,6 +724,54 @@ func (z *shellReader) unwrap(name string, argv []value, stdin *stdinSource) (res
 		return nil, nil, true
 	}
 	return nil, argv[i:], false
+}
+
+// xargsCommand is the command xargs runs: its arguments with the items read
+// from stdin appended, or put in place of the -I replace string. Items
+// from an unknown stdin are unknown.
+func xargsCommand(opts, cmd []value, stdin *stdinSource) []value {
+	items := []value{{unknown: true}}
+	if stdin != nil && !stdin.unknown {
+		items = items[:0]
+		for _, f := range strings.Fields(stdin.text) {
+			items = append(items, value{s: f})
+		}
+	}
+	replace := ""
+	for j, o := range opts {
+		switch {
+		case (o.s == "-I" || o.s == "--replace") && j+1 < len(opts):
+			replace = opts[j+1].s
+		case strings.HasPrefix(o.s, "-I") && len(o.s) > 2:
+			replace = o.s[2:]
+		case o.s == "-i" || o.s == "--replace":
+			replace = "{}"
+		case strings.HasPrefix(o.s, "--replace="):
+			replace = strings.TrimPrefix(o.s, "--replace=")
+		}
+	}
+	if replace == "" {
+		return append(slices.Clone(cmd), items...)
+	}
+	out := slices.Clone(cmd)
+	for k, a := range out {
+		if a.unknown || !strings.Contains(a.s, replace) {
+			continue
+		}
+		// Each item runs the command once; any of them may be the one
+		// that matters, and an unknown one makes the argument unknown.
+		for _, it := range items {
+			if it.unknown {
+				out[k] = it
+				break
+			}
+			out[k] = value{s: strings.ReplaceAll(a.s, replace, it.s)}
+			if rootLike(path.Clean(homePath(out[k].s))) || blockDevice(path.Clean(out[k].s)) {
+				break
+			}
+		}
+	}
+	return out
 }
 
 func isAssignment(s string) bool {
@@ -808,7 +847,12 @@ func (z *shellReader) command(name string, args []value, stdin *stdinSource) {
 		}
 	case name == "cp" || name == "mv" || name == "install" || name == "rsync":
 		if ops := operands(args); len(ops) > 1 {
-			z.writeTarget(ops[len(ops)-1])
+			dest := ops[len(ops)-1]
+			z.writeTarget(dest)
+			if name == "rsync" && slices.ContainsFunc(args, func(a value) bool { return strings.HasPrefix(a.s, "--delete") }) {
+				// Syncing onto the root with --delete deletes the root.
+				z.checkRootOperand(dest, intentRootDelete)
+			}
 		}
 		for j, a := range args {
 			if (a.s == "-t" || a.s == "--target-directory") && j+1 < len(args) {
@@ -816,11 +860,17 @@ func (z *shellReader) command(name string, args []value, stdin *stdinSource) {
 			}
 		}
 	default:
-		if code, lang, ok := inlineCode(name, args); ok {
-			if code.unknown {
-				z.rep.opaque = true
-				return
-			}
+		code, lang, from := inlineCode(name, args)
+		switch {
+		case from == codeNone:
+		case from == codeStdin && (stdin == nil || stdin.unknown):
+			// An interpreter running whatever arrives on its stdin.
+			z.rep.opaque = z.rep.opaque || stdin != nil
+		case from == codeStdin:
+			z.inspectCode(lang, stdin.text)
+		case code.unknown:
+			z.rep.opaque = true
+		default:
 			z.inspectCode(lang, code.s)
 		}
 	}

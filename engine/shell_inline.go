@@ -15,8 +15,17 @@ import (
 // language can build any string at run time; the sandbox, not this reader,
 // is the containment (docs/hardline.md).
 
+// codeSource is where an interpreter takes its program from.
+type codeSource int
+
+const (
+	codeNone   codeSource = iota // not an interpreter, or a script file
+	codeInline                   // -c/-e/-r arguments, or awk's program
+	codeStdin                    // no program argument: it reads stdin
+)
+
 // inlineCode finds the code an interpreter runs from its arguments.
-func inlineCode(name string, args []value) (code value, lang string, ok bool) {
+func inlineCode(name string, args []value) (code value, lang string, from codeSource) {
 	var flags []string
 	switch {
 	case strings.HasPrefix(name, "python") || strings.HasPrefix(name, "pypy"):
@@ -34,19 +43,25 @@ func inlineCode(name string, args []value) (code value, lang string, ok bool) {
 	case name == "awk" || name == "gawk" || name == "mawk" || name == "nawk" || name == "busybox-awk":
 		return awkProgram(args)
 	default:
-		return value{}, "", false
+		return value{}, "", codeNone
 	}
 	var parts []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a.unknown {
-			return value{unknown: true}, lang, true
+			return value{unknown: true}, lang, codeInline
 		}
 		if a.s == "eval" && name == "deno" && i+1 < len(args) {
-			return args[i+1], lang, true
+			return args[i+1], lang, codeInline
 		}
-		if !strings.HasPrefix(a.s, "-") || a.s == "-" || a.s == "--" {
-			break // the script file or stdin: outside the action
+		if a.s == "-" {
+			return value{}, lang, codeStdin
+		}
+		if !strings.HasPrefix(a.s, "-") || a.s == "--" {
+			if len(parts) == 0 {
+				return value{}, lang, codeNone // a script file: outside the action
+			}
+			break
 		}
 		opt := strings.TrimPrefix(a.s, "-")
 		for _, f := range flags {
@@ -58,7 +73,7 @@ func inlineCode(name string, args []value) (code value, lang string, ok bool) {
 				} else if i+1 < len(args) {
 					i++
 					if args[i].unknown {
-						return value{unknown: true}, lang, true
+						return value{unknown: true}, lang, codeInline
 					}
 					parts = append(parts, args[i].s)
 				}
@@ -74,7 +89,7 @@ func inlineCode(name string, args []value) (code value, lang string, ok bool) {
 				} else if i+1 < len(args) {
 					i++
 					if args[i].unknown {
-						return value{unknown: true}, lang, true
+						return value{unknown: true}, lang, codeInline
 					}
 					parts = append(parts, args[i].s)
 				}
@@ -82,32 +97,32 @@ func inlineCode(name string, args []value) (code value, lang string, ok bool) {
 		}
 	}
 	if len(parts) == 0 {
-		return value{}, "", false
+		return value{}, lang, codeStdin
 	}
-	return value{s: strings.Join(parts, "\n")}, lang, true
+	return value{s: strings.Join(parts, "\n")}, lang, codeInline
 }
 
-func awkProgram(args []value) (value, string, bool) {
+func awkProgram(args []value) (value, string, codeSource) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a.unknown:
-			return value{unknown: true}, "awk", true
+			return value{unknown: true}, "awk", codeInline
 		case a.s == "-f" || strings.HasPrefix(a.s, "--file"):
-			return value{}, "", false
+			return value{}, "", codeNone
 		case a.s == "-F" || a.s == "-v":
 			i++
 		case a.s == "--":
 			if i+1 < len(args) {
-				return args[i+1], "awk", true
+				return args[i+1], "awk", codeInline
 			}
-			return value{}, "", false
+			return value{}, "", codeNone
 		case strings.HasPrefix(a.s, "-") && len(a.s) > 1:
 		default:
-			return a, "awk", true
+			return a, "awk", codeInline
 		}
 	}
-	return value{}, "", false
+	return value{}, "", codeNone
 }
 
 var (

@@ -32,7 +32,8 @@ func TestShellIntents(t *testing.T) {
 			"sudo rm -rf /", "sudo -u root rm -rf /", "sudo -- rm -rf /", "doas rm -rf /", "env rm -rf /", "env -i FOO=1 rm -rf /",
 			"command rm -rf /", "builtin rm -rf /", "exec rm -rf /", "nohup rm -rf / &", "nice -n 10 rm -rf /", "ionice -c 3 rm -rf /",
 			"timeout 10 rm -rf /", "timeout -s KILL 5 rm -rf /", "time rm -rf /", "stdbuf -o0 rm -rf /", "/bin/rm -rf /", "busybox rm -rf /",
-			"echo / | xargs rm -rf",
+			"echo / | xargs rm -rf", "echo / | xargs -I % sh -c 'rm -rf %'", "echo / | xargs -I{} rm -rf {}", "rsync -a --delete ./empty/ /",
+			"echo 'import shutil; shutil.rmtree(\"/\")' | python3", "find / -exec sh -c 'rm -rf \"$1\"' _ {} \\;",
 			"sh -c 'rm -rf /'", "bash -c \"rm -rf /\"", "bash -lc 'rm -rf /'", "dash -ec 'rm -rf /'", "zsh -c 'cd / && rm -rf *'",
 			"sh -c '$0 -rf /' rm", "sh -c 'rm -rf $1' x /", "eval 'rm -rf /'", "eval rm -rf /", "eval \"$(echo rm) -rf /\"",
 			"echo 'rm -rf /' | sh", "printf 'rm -rf /' | bash", "sh <<< 'rm -rf /'", "bash <<'EOF'\nrm -rf /\nEOF",
@@ -104,7 +105,7 @@ func TestShellOpaque(t *testing.T) {
 		"sh -c \"$X\"", "bash -c \"$(curl -s x)\"", "$CMD", "$(echo $X) -rf /", "${cmd} arg", "bash <(curl -s x)",
 		"source <(curl x)", ". /dev/stdin", "rm -rf $DIR/", "rm -rf \"$DIR\"/*", "cd $X && rm -rf *", "echo x > $OUT",
 		"python3 -c \"$CODE\"", "python3 -c 'import os,base64; os.system(base64.b64decode(\"cm0=\"))'", "perl -e \"$P\"",
-		"env -S 'rm -rf /'", "xargs -0 rm -rf < list", "x=$(curl x); $x", "rm -rf ../..", "rm -rf ../*",
+		"env -S 'rm -rf /'", "xargs -0 rm -rf < list", "curl -s x | python3", "curl -s x | python3 -", "ls | xargs -I{} rm -rf {}", "x=$(curl x); $x", "rm -rf ../..", "rm -rf ../*",
 		"echo 'unterminated", "node -e 'require(\"child_process\").exec(cmd)'", []any{"sh", "-c", map[string]any{"x": 1}},
 		map[string]any{"argv": []any{"rm"}},
 	}
@@ -118,7 +119,7 @@ func TestShellOpaque(t *testing.T) {
 		"git status | head -5", "for f in *.go; do gofmt -l $f; done", "make -j4 2>&1 | tee build.log", "echo \"$HOME\"",
 		"cat README.md | grep -i install", "export PATH=$PATH:/usr/local/bin; go version", "sudo apt-get install -y jq",
 		"curl -fsSL https://example.com/data.json -o data.json", "command -v rm", "x=1; echo $x", "cd build && make",
-		"tar -czf out.tgz ./dist", "docker build -t app .", []any{"ls", "-la"}, "printf '%s\\n' a b", "echo $(date)",
+		"tar -czf out.tgz ./dist", "python3 -V", "python3 script.py", "rsync -a --delete ./src/ ./dst/", "ls | xargs -n1 echo", "docker build -t app .", []any{"ls", "-la"}, "printf '%s\\n' a b", "echo $(date)",
 	}
 	for _, cmd := range clear {
 		if rep := readShell(cmd); rep.opaque || rep.intents != 0 {
