@@ -6,39 +6,128 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
-// Redaction markers shown in the approval view.
+// The view's markers. Their format is stable and documented in the API's
+// description of an approval's arguments, so clients may recognise them:
+//
+//	[REDACTED: 40 characters]          a string under a sensitive key or
+//	                                   one holding a credential-shaped value
+//	[REDACTED: number]                 a non-string under a sensitive key
+//	                                   (number, boolean, null, object,
+//	                                   array; value for any other type)
+//	<first characters>…[truncated: 102 more characters]
+//	                                   a string cut for length
+//	[UNREPRESENTABLE]                  a value nested too deep for the view
+//
+// A redacted value shows its length, never a digest: a digest of a secret
+// is a brute-force target, a length is what the approver needs to notice
+// that a "token" is in fact a 600-character script.
 const (
-	Redacted        = "[REDACTED]"
-	TruncatedMarker = "…[truncated]"
-	// MaxViewChars is how many characters of a string the view keeps.
+	// Redacted names a credential-shaped argument key in the view, numbered
+	// ("[REDACTED]#1") so the renamed keys stay distinct.
+	Redacted = "[REDACTED]"
+	// MaxViewChars is how many characters of a string an approval's view
+	// (its stored arguments, the API and the console's card) keeps.
 	MaxViewChars = 512
+	// MaxDetailChars is how many characters of a string the approval's
+	// detail page renders: the whole value of anything a person can read.
+	MaxDetailChars = 64 << 10
 	// Unrepresentable stands in the view for a value nested deeper than
 	// MaxArgumentDepth or one JSON cannot carry: shown, never silently
 	// dropped (the gate refuses such arguments before any approval).
 	Unrepresentable = "[UNREPRESENTABLE]"
+
+	redactedPrefix  = "[REDACTED: "
+	truncatedPrefix = "…[truncated: "
+	truncatedSuffix = " more characters]"
 )
 
-// RedactedView is what a human sees of an action's arguments: values under a
-// sensitive key and credential-shaped values become [REDACTED] (at any depth,
-// and never digested: a digest of a credential is a brute-force target);
-// strings over 512 characters are cut to 512 plus a marker. digests holds the
-// SHA-256 hex of each top-level string truncated for length, keyed by
-// argument name, so a client can verify the full value it holds. The view is
-// never the integrity boundary: dispatch uses the invocation's arguments.
+// RedactedMarker is what the view shows for a value it must not: a string's
+// length in characters, or the JSON kind of any other value.
+func RedactedMarker(v any) string {
+	switch x := v.(type) {
+	case string:
+		return redactedPrefix + characters(utf8.RuneCountInString(x)) + "]"
+	case nil:
+		return redactedPrefix + "null]"
+	case bool:
+		return redactedPrefix + "boolean]"
+	case map[string]any:
+		return redactedPrefix + "object]"
+	case []any:
+		return redactedPrefix + "array]"
+	case json.Number, float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return redactedPrefix + "number]"
+	}
+	return redactedPrefix + "value]"
+}
+
+func characters(n int) string {
+	if n == 1 {
+		return "1 character"
+	}
+	return strconv.Itoa(n) + " characters"
+}
+
+// IsRedactedMarker reports whether s is a marker RedactedMarker made.
+func IsRedactedMarker(s string) bool {
+	return strings.HasPrefix(s, redactedPrefix) && strings.HasSuffix(s, "]")
+}
+
+// SplitTruncated undoes the view's truncation marker: the characters kept
+// and how many were cut. ok is false for a string the view did not cut.
+// An agent can write the marker itself; that only makes a value look
+// longer than it is, and the detail page shows the whole of either.
+func SplitTruncated(s string) (kept string, hidden int, ok bool) {
+	if !strings.HasSuffix(s, truncatedSuffix) {
+		return s, 0, false
+	}
+	i := strings.LastIndex(s, truncatedPrefix)
+	if i < 0 {
+		return s, 0, false
+	}
+	n, err := strconv.Atoi(s[i+len(truncatedPrefix) : len(s)-len(truncatedSuffix)])
+	if err != nil || n <= 0 {
+		return s, 0, false
+	}
+	return s[:i], n, true
+}
+
+// RedactedView is what a human sees of an action's arguments: values under
+// a sensitive key and credential-shaped values become a RedactedMarker (at
+// any depth, and never digested); strings over MaxViewChars are cut with a
+// marker saying how many characters are hidden. digests holds the SHA-256
+// hex of each top-level string cut for length, keyed by argument name, so a
+// client can verify the full value it holds. The view is never the
+// integrity boundary: dispatch uses the invocation's arguments.
 func RedactedView(args map[string]any) (view map[string]any, digests map[string]string) {
+	return redactor{limit: MaxViewChars}.view(args)
+}
+
+// RedactedDetail is RedactedView for the approval's detail page, which shows
+// values whole up to MaxDetailChars: the padding and tail a card cannot fit
+// are what an approver opens the page to read.
+func RedactedDetail(args map[string]any) (view map[string]any, digests map[string]string) {
+	return redactor{limit: MaxDetailChars}.view(args)
+}
+
+// redactor redacts with one length limit for strings.
+type redactor struct{ limit int }
+
+func (r redactor) view(args map[string]any) (view map[string]any, digests map[string]string) {
 	view = make(map[string]any, len(args))
 	digests = map[string]string{}
 	for _, k := range viewKeys(args) {
 		v := args[k.orig]
 		if IsSensitiveKey(k.orig) {
-			view[k.shown] = Redacted
+			view[k.shown] = RedactedMarker(v)
 			continue
 		}
 		if s, ok := v.(string); ok {
-			shown, truncated := redactString(s)
+			shown, truncated := r.redactString(s)
 			view[k.shown] = shown
 			if truncated {
 				sum := sha256.Sum256([]byte(s))
@@ -46,7 +135,7 @@ func RedactedView(args map[string]any) (view map[string]any, digests map[string]
 			}
 			continue
 		}
-		view[k.shown] = redactValue(v, 0)
+		view[k.shown] = r.redactValue(v, 0)
 	}
 	return view, digests
 }
@@ -83,29 +172,31 @@ func viewKeys(m map[string]any) []viewKey {
 // redactString masks a credential-shaped string and truncates a long one.
 // The truncated form is checked again: the marker must never complete a
 // shape the full value did not contain.
-func redactString(s string) (shown string, truncated bool) {
+func (r redactor) redactString(s string) (shown string, truncated bool) {
 	if ContainsCredential(s) {
-		return Redacted, false
+		return RedactedMarker(s), false
 	}
-	if utf8.RuneCountInString(s) <= MaxViewChars {
+	total := utf8.RuneCountInString(s)
+	if total <= r.limit {
 		return s, false
 	}
+	kept := s
 	cut := 0
 	for i := range s {
-		if cut == MaxViewChars {
-			s = s[:i]
+		if cut == r.limit {
+			kept = s[:i]
 			break
 		}
 		cut++
 	}
-	shown = s + TruncatedMarker
+	shown = kept + truncatedPrefix + strconv.Itoa(total-r.limit) + truncatedSuffix
 	if ContainsCredential(shown) {
-		return Redacted, false
+		return RedactedMarker(s), false
 	}
 	return shown, true
 }
 
-func redactValue(v any, depth int) any {
+func (r redactor) redactValue(v any, depth int) any {
 	if depth > maxDepth {
 		return Unrepresentable
 	}
@@ -114,26 +205,26 @@ func redactValue(v any, depth int) any {
 		return x
 	case json.Number:
 		if ContainsCredential(string(x)) {
-			return Redacted
+			return RedactedMarker(x)
 		}
 		return x
 	case string:
-		shown, _ := redactString(x)
+		shown, _ := r.redactString(x)
 		return shown
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for _, k := range viewKeys(x) {
 			if IsSensitiveKey(k.orig) {
-				out[k.shown] = Redacted
+				out[k.shown] = RedactedMarker(x[k.orig])
 				continue
 			}
-			out[k.shown] = redactValue(x[k.orig], depth+1)
+			out[k.shown] = r.redactValue(x[k.orig], depth+1)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = redactValue(e, depth+1)
+			out[i] = r.redactValue(e, depth+1)
 		}
 		return out
 	}
@@ -141,5 +232,5 @@ func redactValue(v any, depth int) any {
 	if !ok {
 		return Unrepresentable
 	}
-	return redactValue(g, depth+1)
+	return r.redactValue(g, depth+1)
 }

@@ -1,19 +1,48 @@
 package engine
 
-import "strings"
-
-// sensitiveKeyParts are matched as substrings of a normalized key (lower
-// case, letters and digits only), so api_key, API-Key and x_api_key all hit.
-var sensitiveKeyParts = []string{
-	"password", "passwd", "passphrase", "secret", "token", "apikey",
-	"authorization", "credential", "privatekey", "cookie", "session",
-	"accesskey", "signingkey", "clientkey",
+// sensitiveKeys are the normalized argument names (lower case, letters and
+// digits only, so api_key, API-Key and x-api-key all normalize alike) whose
+// values the approval view never shows. The list is exact, not a set of
+// substrings: substrings hid session_title, token_count and secretary from
+// the approver, and an agent could hide any value by choosing such a name.
+// Credential-shaped values are caught by ContainsCredential whatever their
+// key, so this list only needs the names that announce a secret.
+var sensitiveKeys = map[string]struct{}{
+	// Passwords and passphrases.
+	"password": {}, "passwd": {}, "pass": {}, "pwd": {}, "passphrase": {},
+	"newpassword": {}, "oldpassword": {}, "currentpassword": {}, "userpassword": {},
+	"dbpassword": {}, "adminpassword": {}, "rootpassword": {},
+	// Shared secrets.
+	"secret": {}, "clientsecret": {}, "apisecret": {}, "appsecret": {}, "sharedsecret": {},
+	"webhooksecret": {}, "signingsecret": {}, "sessionsecret": {}, "secretkey": {},
+	"secretaccesskey": {}, "awssecretaccesskey": {}, "secrettoken": {},
+	// Tokens.
+	"token": {}, "accesstoken": {}, "refreshtoken": {}, "idtoken": {}, "authtoken": {},
+	"bearertoken": {}, "apitoken": {}, "sessiontoken": {}, "securitytoken": {},
+	"awssessiontoken": {}, "csrftoken": {}, "xsrftoken": {}, "xcsrftoken": {},
+	"xxsrftoken": {}, "oauthtoken": {}, "personalaccesstoken": {}, "githubtoken": {},
+	"ghtoken": {}, "npmtoken": {}, "slacktoken": {}, "bottoken": {}, "jwt": {}, "bearer": {},
+	// API and access keys.
+	"apikey": {}, "xapikey": {}, "accesskey": {}, "accesskeyid": {}, "awsaccesskeyid": {},
+	"privatekey": {}, "privkey": {}, "sshprivatekey": {}, "signingkey": {}, "clientkey": {},
+	"encryptionkey": {}, "masterkey": {}, "sessionkey": {},
+	// HTTP authentication and cookies.
+	"auth": {}, "authorization": {}, "proxyauthorization": {}, "cookie": {}, "cookies": {},
+	"setcookie": {}, "sessionid": {}, "sessioncookie": {},
+	// Credentials and one-time codes.
+	"credential": {}, "credentials": {}, "creds": {}, "connectionstring": {},
+	"otp": {}, "totp": {}, "mfacode": {}, "otpcode": {},
 }
 
+// maxSensitiveKey bounds the normalization buffer: no listed name is longer,
+// so a longer key is not sensitive and needs no allocation to tell.
+const maxSensitiveKey = 32
+
 // IsSensitiveKey reports whether an argument named key holds a value the
-// approval view must never show, whatever the value looks like.
+// approval view must never show, whatever the value looks like. It does not
+// allocate: it is called for every key of every approval.
 func IsSensitiveKey(key string) bool {
-	var buf [64]byte
+	var buf [maxSensitiveKey]byte
 	n := 0
 	for i := 0; i < len(key); i++ {
 		c := key[i]
@@ -25,33 +54,11 @@ func IsSensitiveKey(key string) bool {
 			continue
 		}
 		if n == len(buf) {
-			// A key this long is unusual; check it without the fast buffer.
-			return isSensitiveLong(key)
+			return false
 		}
 		buf[n] = c
 		n++
 	}
-	norm := buf[:n]
-	for _, part := range sensitiveKeyParts {
-		if strings.Contains(string(norm), part) {
-			return true
-		}
-	}
-	return false
-}
-
-func isSensitiveLong(key string) bool {
-	var b strings.Builder
-	for _, r := range strings.ToLower(key) {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
-			b.WriteRune(r)
-		}
-	}
-	norm := b.String()
-	for _, part := range sensitiveKeyParts {
-		if strings.Contains(norm, part) {
-			return true
-		}
-	}
-	return false
+	_, ok := sensitiveKeys[string(buf[:n])]
+	return ok
 }

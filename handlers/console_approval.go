@@ -9,7 +9,8 @@ import (
 	"gatehouse/web/templates"
 )
 
-// approvalShow is one approval with, for a viewer holding run.read (what
+// approvalShow is one approval, its arguments whole (the card shows the
+// first 512 characters of each), with, for a viewer holding run.read (what
 // GET /v1/events needs), its run's timeline.
 func (cn *console) approvalShow(c echo.Context) error {
 	if err := requireConsoleScope(c, scopeApprovalRead); err != nil {
@@ -18,6 +19,10 @@ func (cn *console) approvalShow(c echo.Context) error {
 	p, _ := principalOf(c)
 	ctx := c.Request().Context()
 	a, err := cn.s.cfg.Service.GetApproval(ctx, p, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	args, digests, err := cn.s.cfg.Service.GetApprovalArguments(ctx, p, a.ID)
 	if err != nil {
 		return err
 	}
@@ -32,7 +37,7 @@ func (cn *console) approvalShow(c echo.Context) error {
 	if m.Page, err = cn.page(c, "", "Approval"); err != nil {
 		return err
 	}
-	m.Card = cardView(a, p, cn.s.now(), "")
+	m.Card = detailCardView(a, args, digests, p, cn.s.now())
 	m.Card.CSRF, m.Card.Back = m.CSRF, m.Card.DetailURL()
 	return cn.render(c, http.StatusOK, templates.Detail(m))
 }

@@ -55,7 +55,7 @@ func (cn *console) approvalResolve(c echo.Context) error {
 		if status == http.StatusConflict {
 			kind = "warn"
 		}
-		if err := cn.flash(c, kind, card.Outcome+": "+preview(out.Approval.ActionSummary)); err != nil {
+		if err := cn.flash(c, kind, card.Outcome+": "+templates.VisibleText(preview(out.Approval.ActionSummary))); err != nil {
 			return err
 		}
 		return redirect(c, safeNext(f.Next))

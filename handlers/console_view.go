@@ -17,11 +17,15 @@ import (
 // templates render. They hold every formatting decision so the templates
 // stay declarative and the tests can build the same models.
 
-// Arguments longer than this (or spanning more lines) start collapsed.
+// Arguments longer than this as shown (markers counted, not the
+// characters they stand for), or spanning more lines, start collapsed.
+// Summaries longer than summaryClampChars are clamped on a card.
 const (
-	argCollapseChars = 200
-	argCollapseLines = 4
-	argPreviewChars  = 80
+	argCollapseChars  = 200
+	argCollapseLines  = 4
+	argPreviewChars   = 80
+	summaryClampChars = 160
+	summaryClampLines = 3
 )
 
 // cardView builds an approval card for viewer at now. result says how the
@@ -30,6 +34,7 @@ func cardView(a service.Approval, viewer engine.Principal, now time.Time, result
 	c := templates.Card{
 		ID:           a.ID,
 		Summary:      a.ActionSummary,
+		SummaryChars: longSummaryChars(a.ActionSummary),
 		Tool:         a.ToolName,
 		Risk:         string(a.Risk),
 		RiskRank:     a.Risk.Rank(),
@@ -54,6 +59,25 @@ func cardView(a service.Approval, viewer engine.Principal, now time.Time, result
 	}
 	c.Outcome, c.OutcomeKind = outcome(a, viewer, result)
 	return c
+}
+
+// detailCardView is the card of the approval's detail page: everything
+// unclamped, and the arguments whole (args from GetApprovalArguments)
+// rather than the approval's view cut at 512 characters.
+func detailCardView(a service.Approval, args map[string]any, digests map[string]string, viewer engine.Principal, now time.Time) templates.Card {
+	c := cardView(a, viewer, now, "")
+	c.Whole = true
+	c.Arguments, c.Digests = argsView(args), digestsView(digests)
+	return c
+}
+
+// longSummaryChars is a summary's length when a card must clamp it, else 0.
+func longSummaryChars(s string) int {
+	n := utf8.RuneCountInString(s)
+	if n > summaryClampChars || strings.Count(s, "\n") >= summaryClampLines {
+		return n
+	}
+	return 0
 }
 
 // outcome tells the viewer plainly what happened to an approval: their own
@@ -120,7 +144,9 @@ func expiresIn(at, now time.Time) string {
 }
 
 // argsView renders the redacted arguments in name order. Strings are shown
-// as they are (the template escapes them); other values as indented JSON.
+// as they are (the template makes invisible characters visible and escapes
+// them), a truncated one without the view's marker but with the count of
+// hidden characters; other values as indented JSON.
 func argsView(args map[string]any) []templates.Arg {
 	names := make([]string, 0, len(args))
 	for k := range args {
@@ -131,9 +157,14 @@ func argsView(args map[string]any) []templates.Arg {
 	for _, name := range names {
 		v := argText(args[name])
 		a := templates.Arg{Name: name, Value: v}
-		if utf8.RuneCountInString(v) > argCollapseChars || strings.Count(v, "\n") >= argCollapseLines {
+		if _, ok := args[name].(string); ok {
+			a.Value, a.Hidden, _ = engine.SplitTruncated(v)
+		}
+		// Length as shown: 600 padding spaces are one short marker.
+		shown := templates.VisibleText(a.Value)
+		if utf8.RuneCountInString(shown) > argCollapseChars || strings.Count(shown, "\n") >= argCollapseLines {
 			a.Long = true
-			a.Short = preview(v)
+			a.Short = preview(a.Value)
 		}
 		out = append(out, a)
 	}

@@ -22,6 +22,7 @@ type Service interface {
 	CancelRun(ctx context.Context, p engine.Principal, runID string) (service.Run, error)
 	ListInvocations(ctx context.Context, p engine.Principal, runID string) ([]service.Invocation, error)
 	GetApproval(ctx context.Context, p engine.Principal, id string) (service.Approval, error)
+	GetApprovalArguments(ctx context.Context, p engine.Principal, id string) (map[string]any, map[string]string, error)
 	ListApprovals(ctx context.Context, p engine.Principal, f service.ApprovalFilter) (service.ApprovalPage, error)
 	ResolveApproval(ctx context.Context, p engine.Principal, id string, resolution engine.ApprovalResolutionType, reason string) (service.ResolveOutcome, error)
 	ListEvents(ctx context.Context, p engine.Principal, f service.EventFilter) ([]service.Event, error)

@@ -270,6 +270,31 @@ func (s *Service) GetApproval(ctx context.Context, p engine.Principal, id string
 	return a.Approval, nil
 }
 
+// GetApprovalArguments is what an approval's detail page shows of the
+// action's arguments: the invocation's stored arguments, not the approval's
+// view cut at engine.MaxViewChars, redacted by engine.RedactedDetail (whole
+// up to engine.MaxDetailChars per value; sensitive keys and credential-
+// shaped values still redacted). The approval is read first, in the
+// principal's tenant, so another tenant's approval is ErrNotFound.
+func (s *Service) GetApprovalArguments(ctx context.Context, p engine.Principal, id string) (view map[string]any, digests map[string]string, err error) {
+	if err := requireScope(p, scopeApprovalRead); err != nil {
+		return nil, nil, fmt.Errorf("service: get approval arguments: %w", err)
+	}
+	a, err := approvalRepo{s.pool}.get(ctx, p.TenantID, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("service: get approval arguments: %w", err)
+	}
+	inv, ok, err := getInvocationByAction(ctx, s.pool, a.RunID, a.ActionID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("service: get approval arguments: %w", err)
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("service: get approval arguments: invocation: %w", ErrNotFound)
+	}
+	view, digests = engine.RedactedDetail(inv.Action.Arguments)
+	return view, digests, nil
+}
+
 const (
 	approvalsDefaultLimit = 50
 	approvalsMaxLimit     = 200

@@ -45,9 +45,20 @@ type Flash struct {
 // Arg is one redacted argument as a card shows it.
 type Arg struct {
 	Name  string
-	Value string // redacted, rendered as text (never as HTML)
-	Long  bool   // collapsed in a <details> with Preview as its summary
+	Value string // redacted, rendered by visible (never as HTML)
+	Long  bool   // collapsed in a <details> with Short as its summary
 	Short string // first characters of Value for the collapsed summary
+	// Hidden counts the characters cut from Value for length: the card
+	// says so and links to the detail page, which shows them.
+	Hidden int
+}
+
+// HiddenText says how much of the value is not shown.
+func (a Arg) HiddenText() string {
+	if a.Hidden == 1 {
+		return "1 more character not shown"
+	}
+	return strconv.Itoa(a.Hidden) + " more characters not shown"
 }
 
 // Digest is the SHA-256 of an argument that was truncated in the view.
@@ -58,8 +69,13 @@ type Digest struct {
 
 // Card is one approval in the queue, the history or the detail page.
 type Card struct {
-	ID           string
-	Summary      string
+	ID      string
+	Summary string
+	// SummaryChars is set when the summary is long: the card clamps it to
+	// a few lines and offers it whole in a <details>.
+	SummaryChars int
+	// Whole shows everything unclamped: the detail page.
+	Whole        bool
 	Tool         string
 	Risk         string
 	RiskRank     int
@@ -86,8 +102,31 @@ type Card struct {
 	OOB         bool   // replaces the card of the same id out of band (resolved elsewhere)
 }
 
+// LongSummary reports whether the card clamps the summary.
+func (c Card) LongSummary() bool { return c.SummaryChars > 0 && !c.Whole }
+
+// SummaryMoreText labels the control that shows a clamped summary whole.
+func (c Card) SummaryMoreText() string {
+	return "Show the whole summary (" + strconv.Itoa(c.SummaryChars) + " characters)"
+}
+
+// DialogSummary is the summary as the confirm dialog's plain text: markers
+// inline, since a dialog takes no markup, and short.
+func (c Card) DialogSummary() string {
+	s := []rune(VisibleText(c.Summary))
+	if len(s) > dialogSummaryChars {
+		return string(s[:dialogSummaryChars]) + "…"
+	}
+	return string(s)
+}
+
+const dialogSummaryChars = 120
+
 // DetailURL is the approval's own page.
 func (c Card) DetailURL() string { return "/approvals/" + c.ID }
+
+// WholeValuesURL is the detail page's arguments, shown whole.
+func (c Card) WholeValuesURL() string { return c.DetailURL() + "#arguments" }
 
 // ResolveURL is where the approve/deny form posts.
 func (c Card) ResolveURL() string { return "/approvals/" + c.ID + "/resolve" }
