@@ -62,6 +62,7 @@ type HardlineRule struct {
 	AppliesTo   []SideEffectClass
 	Pattern     string   // command_regex, path_pattern
 	Arguments   []string // arguments read; empty: every string value, recursively
+	When        string   // optional condition on the target: HardlineWhenNetworkCapable
 	MessageCode string   // policy.hardline.<code>
 	Blocks      HardlineExample
 	NearMiss    HardlineExample

@@ -20,6 +20,11 @@ const (
 	HardlineCredentialEgress = "credential_egress" //nolint:gosec // a rule kind, not a credential
 )
 
+// HardlineWhenNetworkCapable limits a credential_egress rule to actions
+// whose target can reach the network: anything but an isolated sandbox
+// with networking off.
+const HardlineWhenNetworkCapable = "network_capable_target"
+
 // HardlineMessagePrefix starts every hardline rule's message_code.
 const HardlineMessagePrefix = "policy.hardline."
 
@@ -36,6 +41,7 @@ type compiledHardline struct {
 	foldLiteral bool           // literals are lower case, compared ignoring ASCII case
 	prefixes    []netip.Prefix // egress_host addresses and ranges
 	hostnames   []string       // egress_host names, lower case, no trailing dot
+	needsNet    bool           // credential_egress: only on a network-capable target
 }
 
 func compileHardline(r HardlineRule) (*compiledHardline, error) {
@@ -46,11 +52,19 @@ func compileHardline(r HardlineRule) (*compiledHardline, error) {
 		explanation: "hardline rule " + r.ID + " (" + r.Kind + ") blocks this action",
 		args:        slices.Clone(r.Arguments),
 	}
+	if r.When != "" && (r.Kind != HardlineCredentialEgress || r.When != HardlineWhenNetworkCapable) {
+		return nil, fmt.Errorf("a %s rule takes no when %q", r.Kind, r.When)
+	}
 	switch r.Kind {
 	case HardlineSideEffect, HardlineCredentialEgress:
 		if r.Pattern != "" {
 			return nil, fmt.Errorf("a %s rule takes no pattern", r.Kind)
 		}
+		if r.Kind == HardlineCredentialEgress && len(r.Arguments) > 0 {
+			// A key split across fields is found only by reading them all.
+			return nil, fmt.Errorf("a %s rule reads every argument", r.Kind)
+		}
+		h.needsNet = r.When == HardlineWhenNetworkCapable
 	case HardlineCommandRegex, HardlinePathPattern:
 		if r.Pattern == "" {
 			return nil, fmt.Errorf("a %s rule needs a pattern", r.Kind)
@@ -123,7 +137,7 @@ func (h *compiledHardline) blocks(a *ProposedAction) bool {
 	case HardlineEgressHost:
 		return h.anyString(a.Arguments, false, h.matchEgress)
 	case HardlineCredentialEgress:
-		return h.anyString(a.Arguments, true, ContainsCredential)
+		return (!h.needsNet || networkCapable(a.Target)) && credentialInArgs(a.Arguments)
 	}
 	// An unknown kind never compiles; refusing here keeps the zero value safe.
 	return true

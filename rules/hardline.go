@@ -17,6 +17,7 @@ type hardlineRuleDoc struct {
 	AppliesTo   []string    `yaml:"applies_to"`
 	Pattern     string      `yaml:"pattern"`
 	Arguments   []string    `yaml:"arguments"`
+	When        string      `yaml:"when"`
 	MessageCode string      `yaml:"message_code"`
 	Blocks      *exampleDoc `yaml:"blocks"`
 	NearMiss    *exampleDoc `yaml:"near_miss"`
@@ -79,6 +80,7 @@ func parseHardline(b []byte) (*hardlineSet, error) {
 			Kind:        r.Kind,
 			Pattern:     r.Pattern,
 			Arguments:   r.Arguments,
+			When:        r.When,
 			MessageCode: r.MessageCode,
 			Blocks:      blocks,
 			NearMiss:    near,
