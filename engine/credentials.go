@@ -56,7 +56,7 @@ var credentialShapes = []credentialShape{
 	{hints: []string{"basic"}, fold: true, re: `(?i)\bbasic\s+[A-Za-z0-9+/]{6,}={0,2}`, verify: basicUserPass},
 	{hints: []string{"bearer"}, fold: true, re: `(?i)bearer\s+[A-Za-z0-9._~+/=-]{20,}`},
 	// A password in a URL: scheme://user:password@.
-	{hints: []string{"://"}, re: `[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@`},
+	{hints: []string{"@"}, re: `[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@`},
 	// Gatehouse's own tokens: gatehouse_ and 46 letters and digits.
 	{hints: []string{"gatehouse_"}, compact: true, re: `gatehouse_[A-Za-z0-9]{20,}`},
 }
@@ -94,8 +94,7 @@ var compiledShapes = func() []compiledShape {
 // in any of the readings credentialInStrings makes of one string.
 func ContainsCredential(s string) bool {
 	var stack [scanStack]byte
-	c := credScan{buf: stack[:0]}
-	return c.scanString(s)
+	return scanString(stack[:0], s)
 }
 
 // awsKeyIDVariant accepts a key id written in one case throughout and

@@ -25,10 +25,12 @@ import (
 // fields is one key.
 //
 // Every reading is built in one scratch buffer that starts on the stack
-// (scanStack bytes), so text with nothing to find allocates nothing; a
-// regexp only ever sees a reading that holds one of a shape's hints. Work
-// is linear in the input: each layer is bounded and no reading is built
-// from pairs of strings.
+// (scanStack bytes), so ASCII text with nothing to find allocates nothing;
+// a regexp only ever sees a reading that holds one of a shape's hints. The
+// buffer is passed by value: a reader appends its readings past the
+// caller's length, and they are gone when it returns. Work is linear in
+// the input: each layer is bounded and no reading is built from pairs of
+// strings.
 
 const (
 	scanStack      = 4096
@@ -36,20 +38,13 @@ const (
 	maxDecodeDepth = 2
 )
 
-// credScan is the scratch space of one scan. A reading is appended to buf
-// and dropped when its scan returns, so one buffer serves the recursion.
-type credScan struct {
-	buf []byte
-}
-
 // credentialInStrings reports whether any reading of strs, or of their
 // concatenation in order or in reverse, holds a credential. The caller
 // passes the strings in a stable order (credentialInArgs: sorted keys).
 func credentialInStrings(strs []string) bool {
 	var stack [scanStack]byte
-	c := credScan{buf: stack[:0]}
 	for _, s := range strs {
-		if c.scanString(s) {
+		if scanString(stack[:0], s) {
 			return true
 		}
 	}
@@ -57,29 +52,36 @@ func credentialInStrings(strs []string) bool {
 		return false
 	}
 	for _, reverse := range []bool{false, true} {
-		mark := len(c.buf)
+		buf := stack[:0]
 		for i := range strs {
 			if reverse {
 				i = len(strs) - 1 - i
 			}
-			c.buf = append(c.buf, strs[i]...)
+			buf = append(buf, strs[i]...)
 		}
-		if c.scan(c.buf[mark:], 0, 0) {
+		if read(buf[len(buf):], buf, 0, 0) {
 			return true
 		}
-		c.buf = c.buf[:mark]
 	}
 	return false
 }
 
-// credentialInArgs is credentialInStrings over every string value and map
-// key of args at any depth, maps read in sorted-key order. Arguments nested
-// deeper than any honest argument count as a credential: refuse rather than
-// skip.
+// credentialInArgs is credentialInStrings over every string value of args
+// at any depth, maps read in sorted-key order, with every map key read on
+// its own too. Arguments nested deeper than any honest argument count as a
+// credential: refuse rather than skip.
 func credentialInArgs(args map[string]any) bool {
-	var stack [32]string
-	strs, ok := appendArgStrings(stack[:0], args, 0)
-	return !ok || credentialInStrings(strs)
+	var vals, keys [32]string
+	v, k, ok := appendArgStrings(vals[:0], keys[:0], args, 0)
+	if !ok {
+		return true
+	}
+	for _, key := range k {
+		if ContainsCredential(key) {
+			return true
+		}
+	}
+	return credentialInStrings(v)
 }
 
 // networkCapable reports whether code run on t can reach the network:
@@ -88,93 +90,82 @@ func networkCapable(t ExecutionTarget) bool {
 	return t.Kind != TargetSandbox || !t.Isolated || t.NetworkEnabled
 }
 
-func appendArgStrings(out []string, v any, depth int) ([]string, bool) {
+// appendArgStrings appends the string values under v to vals and its map
+// keys to keys, maps in sorted-key order; ok is false past maxDepth.
+func appendArgStrings(vals, keys []string, v any, depth int) (_, _ []string, ok bool) {
 	if depth > maxDepth {
-		return out, false
+		return vals, keys, false
 	}
-	ok := true
 	switch x := v.(type) {
 	case string:
-		out = append(out, x)
+		vals = append(vals, x)
 	case []string:
-		out = append(out, x...)
+		vals = append(vals, x...)
 	case []any:
 		for _, e := range x {
-			if out, ok = appendArgStrings(out, e, depth+1); !ok {
-				break
+			if vals, keys, ok = appendArgStrings(vals, keys, e, depth+1); !ok {
+				return vals, keys, false
 			}
 		}
 	case map[string]any:
 		var stack [16]string
-		keys := stack[:0]
+		sorted := stack[:0]
 		for k := range x {
-			keys = append(keys, k)
+			sorted = append(sorted, k)
 		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			out = append(out, k)
-			if out, ok = appendArgStrings(out, x[k], depth+1); !ok {
-				break
+		slices.Sort(sorted)
+		keys = append(keys, sorted...)
+		for _, k := range sorted {
+			if vals, keys, ok = appendArgStrings(vals, keys, x[k], depth+1); !ok {
+				return vals, keys, false
 			}
 		}
 	}
-	return out, ok
+	return vals, keys, true
 }
 
-func (c *credScan) scanString(s string) bool {
-	mark := len(c.buf)
-	c.buf = append(c.buf, s...)
-	found := c.scan(c.buf[mark:], 0, 0)
-	c.buf = c.buf[:mark]
-	return found
+// scanString reads s, copied into buf (the scratch buffer, empty).
+func scanString(buf []byte, s string) bool {
+	buf = append(buf, s...)
+	return read(buf[len(buf):], buf, 0, 0)
 }
 
-// scan reads b (which may live in c.buf) after pct percent-decodings and
-// dec base64/hex decodings, and frees what it built.
-func (c *credScan) scan(b []byte, pct, dec int) bool {
-	mark := len(c.buf)
-	found := c.read(b, pct, dec)
-	c.buf = c.buf[:mark]
-	return found
-}
-
-func (c *credScan) read(b []byte, pct, dec int) bool {
+// read seeks the shapes in every reading of b, after pct percent-decodings
+// and dec base64/hex decodings so far. Its readings go in buf, past len.
+func read(buf, b []byte, pct, dec int) bool {
 	if matchShapes(b, false) {
 		return true
 	}
 	if !asciiBytes(b) {
-		b = c.normalize(b)
+		b = normalize(b)
 		if matchShapes(b, false) {
 			return true
 		}
 	}
-	if c.compactMatch(b) {
+	if compactMatch(buf, b) {
 		return true
 	}
 	if pct < maxPercentDecodes && bytes.IndexByte(b, '%') >= 0 {
-		mark := len(c.buf)
-		c.buf = appendPercentDecoded(c.buf, b)
-		if d := c.buf[mark:]; len(d) < len(b) && c.scan(d, pct+1, dec) {
+		d := appendPercentDecoded(buf, b)[len(buf):]
+		if len(d) < len(b) && read(d[len(d):], d, pct+1, dec) {
 			return true
 		}
 	}
-	return dec < maxDecodeDepth && c.decodedRuns(b, pct, dec)
+	return dec < maxDecodeDepth && decodedRuns(buf, b, pct, dec)
 }
 
-// normalize appends NFKC of b with invisible characters removed to c.buf.
-func (c *credScan) normalize(b []byte) []byte {
-	start := len(c.buf)
-	c.buf = norm.NFKC.Append(c.buf, b...)
-	n := c.buf[start:]
-	out := n[:0]
-	for i := 0; i < len(n); {
-		r, size := utf8.DecodeRune(n[i:])
+// normalize returns NFKC of b with invisible characters removed. It
+// allocates, as only non-ASCII text needs it, and reads a copy of b: norm
+// keeps its input, which would move the stack buffer to the heap on every
+// scan.
+func normalize(b []byte) []byte {
+	n := norm.NFKC.String(string(b))
+	out := make([]byte, 0, len(n))
+	for _, r := range n {
 		if !invisible(r) {
-			out = append(out, n[i:i+size]...)
+			out = utf8.AppendRune(out, r)
 		}
-		i += size
 	}
-	c.buf = c.buf[:start+len(out)]
 	return out
 }
 
@@ -194,27 +185,25 @@ func invisible(r rune) bool {
 
 // compactMatch seeks the compact shapes in b with whitespace, dashes and
 // invisible characters removed.
-func (c *credScan) compactMatch(b []byte) bool {
-	mark := len(c.buf)
+func compactMatch(buf, b []byte) bool {
+	mark := len(buf)
 	for i := 0; i < len(b); {
 		ch := b[i]
 		if ch < utf8.RuneSelf {
 			if ch != ' ' && ch != '-' && (ch < '\t' || ch > '\r') {
-				c.buf = append(c.buf, ch)
+				buf = append(buf, ch)
 			}
 			i++
 			continue
 		}
 		r, size := utf8.DecodeRune(b[i:])
 		if !unicode.IsSpace(r) && !unicode.Is(unicode.Pd, r) && !invisible(r) {
-			c.buf = append(c.buf, b[i:i+size]...)
+			buf = append(buf, b[i:i+size]...)
 		}
 		i += size
 	}
-	compacted := c.buf[mark:]
-	found := len(compacted) < len(b) && matchShapes(compacted, true)
-	c.buf = c.buf[:mark]
-	return found
+	compacted := buf[mark:]
+	return len(compacted) < len(b) && matchShapes(compacted, true)
 }
 
 func appendPercentDecoded(dst, b []byte) []byte {
@@ -232,7 +221,7 @@ func appendPercentDecoded(dst, b []byte) []byte {
 // decodedRuns decodes every run of at least minEncodedRun base64
 // characters at each of its four alignments, and every hex run within it at
 // both, and reads each result that is mostly text.
-func (c *credScan) decodedRuns(b []byte, pct, dec int) bool {
+func decodedRuns(buf, b []byte, pct, dec int) bool {
 	for i := 0; i < len(b); {
 		if b64Value[b[i]] == invalidB64 {
 			i++
@@ -244,11 +233,11 @@ func (c *credScan) decodedRuns(b []byte, pct, dec int) bool {
 		}
 		if run := b[i:j]; len(run) >= minEncodedRun {
 			for off := 0; off < 4 && len(run)-off >= minEncodedRun; off++ {
-				if c.readDecoded(appendBase64Decoded, run[off:], pct, dec) {
+				if readDecoded(buf, false, run[off:], pct, dec) {
 					return true
 				}
 			}
-			if c.hexRuns(run, pct, dec) {
+			if hexRuns(buf, run, pct, dec) {
 				return true
 			}
 		}
@@ -257,7 +246,7 @@ func (c *credScan) decodedRuns(b []byte, pct, dec int) bool {
 	return false
 }
 
-func (c *credScan) hexRuns(run []byte, pct, dec int) bool {
+func hexRuns(buf, run []byte, pct, dec int) bool {
 	for i := 0; i < len(run); {
 		if !isHex(run[i]) {
 			i++
@@ -268,7 +257,7 @@ func (c *credScan) hexRuns(run []byte, pct, dec int) bool {
 			j++
 		}
 		for off := 0; off < 2 && j-i-off >= minEncodedRun; off++ {
-			if c.readDecoded(appendHexDecoded, run[i+off:j], pct, dec) {
+			if readDecoded(buf, true, run[i+off:j], pct, dec) {
 				return true
 			}
 		}
@@ -277,12 +266,18 @@ func (c *credScan) hexRuns(run []byte, pct, dec int) bool {
 	return false
 }
 
-func (c *credScan) readDecoded(decode func(dst, src []byte) []byte, src []byte, pct, dec int) bool {
-	mark := len(c.buf)
-	c.buf = decode(c.buf, src)
-	found := mostlyText(c.buf[mark:]) && c.scan(c.buf[mark:], pct, dec+1)
-	c.buf = c.buf[:mark]
-	return found
+// readDecoded decodes src (hex or base64) and seeks the shapes in the
+// result, which may hold a key after a misaligned, undecodable prefix
+// (/path/QUtJQ...); only a result that is mostly text is read further.
+func readDecoded(buf []byte, isHex bool, src []byte, pct, dec int) bool {
+	mark := len(buf)
+	if isHex {
+		buf = appendHexDecoded(buf, src)
+	} else {
+		buf = appendBase64Decoded(buf, src)
+	}
+	d := buf[mark:]
+	return matchShapes(d, false) || mostlyText(d) && read(d[len(d):], d, pct, dec+1)
 }
 
 const invalidB64 = 0xff
