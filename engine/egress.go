@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"net/netip"
 	"strings"
 )
 
@@ -65,10 +66,18 @@ func (h *compiledHardline) matchEgressTokens(s string) bool {
 }
 
 func (h *compiledHardline) matchEgressToken(tok string) bool {
-	if host, qualified, ok := plainHost(tok); ok {
-		return h.blockedName(host, qualified)
+	host, qualified, ok := plainHost(tok)
+	if !ok {
+		return h.matchURLToken(tok)
 	}
-	return h.matchURLToken(tok)
+	addr, isNumber, sure := plainIPv4(host)
+	switch {
+	case !sure:
+		return h.matchURLToken(tok)
+	case isNumber:
+		return addr.IsValid() && h.inPrefixes(addr)
+	}
+	return h.blockedName(host, qualified)
 }
 
 // tokenBreak marks the bytes that separate host candidates in free text;
@@ -85,9 +94,10 @@ var tokenBreak = func() (t [256]bool) {
 // reading is not in doubt: printable ASCII without '%', '\', '@', '[' or
 // ']'; either a valid scheme followed by "://", a leading "//", or no colon
 // but a final one; an authority whose port, if any, is digits; and a host
-// of letters, digits and . _ ~ ! $ * - whose last label has no digit, so a
-// URL parser can only read it as a domain name, the same name lower-cased.
-// Anything else (ok false) goes to the WHATWG parser.
+// of letters, digits and . _ ~ ! $ * + -, which a URL parser reads as the
+// same host lower-cased: a domain name, or an IPv4 address when its last
+// label is a number (plainIPv4). Anything else (ok false) goes to the
+// WHATWG parser.
 func plainHost(tok string) (host string, qualified, ok bool) {
 	for i := 0; i < len(tok); i++ {
 		if c := tok[i]; c <= ' ' || c >= 0x7f || c == '%' || c == '\\' || c == '@' || c == '[' || c == ']' {
@@ -122,27 +132,112 @@ func plainHost(tok string) (host string, qualified, ok bool) {
 		qualified = qualified || port != ""
 		rest = rest[:i]
 	}
-	lastDigit := false
 	for i := 0; i < len(rest); i++ {
-		c := rest[i]
-		switch {
-		case c == '.':
-			if i < len(rest)-1 {
-				lastDigit = false
-			}
-		case c >= '0' && c <= '9':
-			lastDigit = true
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', strings.IndexByte("_~!$*-", c) >= 0:
-		default:
+		if c := rest[i]; !isASCIILetter(c) && (c < '0' || c > '9') && strings.IndexByte("._~!$*+-", c) < 0 {
 			return "", false, false
 		}
 	}
-	if lastDigit {
-		// The label may be a number: 0x7f, 2852039166, 0251. The parser
-		// decides whether the host is an IPv4 address.
-		return "", false, false
-	}
 	return rest, qualified, true
+}
+
+// plainIPv4 reads host as the WHATWG host parser (github.com/nlnwa/whatwg-url)
+// does once it has a lower-cased ASCII host: if the last label (after one
+// trailing dot) is a number, the host must be an IPv4 address, and addr is
+// it, or invalid when the parser fails on it; otherwise the host is a
+// domain name. sure is false when a label has a shape this reader does not
+// mirror (a minus sign), which the parser then decides.
+func plainIPv4(host string) (addr netip.Addr, isNumber, sure bool) {
+	labels := host
+	if len(labels) > 1 && labels[len(labels)-1] == '.' {
+		labels = labels[:len(labels)-1]
+	}
+	last := labels[strings.LastIndexByte(labels, '.')+1:]
+	if _, st := ipv4Number(last); st == numUnsure {
+		return netip.Addr{}, false, false
+	} else if st == numInvalid || last == "" {
+		return netip.Addr{}, false, true
+	}
+	var parts [4]uint64
+	n := 0
+	for part := range strings.SplitSeq(labels, ".") {
+		v, st := ipv4Number(part)
+		switch {
+		case st == numUnsure:
+			return netip.Addr{}, false, false
+		case st != numOK || part == "" || n == 4:
+			return netip.Addr{}, true, true // the parser fails: no host
+		}
+		parts[n] = v
+		n++
+	}
+	var ip uint64
+	for i := range n - 1 {
+		if parts[i] > 0xff {
+			return netip.Addr{}, true, true
+		}
+		ip |= parts[i] << (24 - 8*i)
+	}
+	if parts[n-1] >= 1<<(8*(5-n)) {
+		return netip.Addr{}, true, true
+	}
+	ip |= parts[n-1]
+	return netip.AddrFrom4([4]byte{byte(ip >> 24), byte(ip >> 16), byte(ip >> 8), byte(ip)}), true, true
+}
+
+const (
+	numOK      = iota
+	numRange   // a number too large for the parser: it fails on the host
+	numInvalid // not a number
+	numUnsure  // a negative number, whose reading is not mirrored here
+)
+
+// ipv4Number mirrors whatwg-url's IPv4 number parser: 0x or 0X is hex and a
+// leading 0 octal (an empty rest is zero), read with strconv.ParseInt,
+// which also takes a leading '+'. Values past 2^40 are numRange: every one
+// of them fails the host, as ParseInt's range error does.
+func ipv4Number(s string) (uint64, int) {
+	base := uint64(10)
+	switch {
+	case len(s) >= 2 && (s[:2] == "0x" || s[:2] == "0X"):
+		base, s = 16, s[2:]
+	case len(s) >= 2 && s[0] == '0':
+		base, s = 8, s[1:]
+	}
+	if s == "" {
+		if base == 10 {
+			return 0, numInvalid
+		}
+		return 0, numOK
+	}
+	switch s[0] {
+	case '-':
+		return 0, numUnsure
+	case '+':
+		s = s[1:]
+	}
+	if s == "" {
+		return 0, numInvalid
+	}
+	var v uint64
+	st := numOK
+	for i := 0; i < len(s); i++ {
+		d := uint64(36)
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			d = uint64(c - '0')
+		case c >= 'a' && c <= 'z':
+			d = uint64(c-'a') + 10
+		case c >= 'A' && c <= 'Z':
+			d = uint64(c-'A') + 10
+		}
+		if d >= base {
+			return 0, numInvalid
+		}
+		if v = v*base + d; v > 1<<40 {
+			v, st = 1<<40, numRange
+		}
+	}
+	return v, st
 }
 
 // validScheme reports whether s is a URL scheme: a letter, then letters,
