@@ -66,18 +66,26 @@ func (h *compiledHardline) matchEgressTokens(s string) bool {
 }
 
 func (h *compiledHardline) matchEgressToken(tok string) bool {
+	if blocked, decided := h.plainEgress(tok); decided {
+		return blocked
+	}
+	return h.matchURLToken(tok)
+}
+
+// plainEgress decides the tokens the allocation-free readers vouch for.
+func (h *compiledHardline) plainEgress(tok string) (blocked, decided bool) {
 	host, qualified, ok := plainHost(tok)
 	if !ok {
-		return h.matchURLToken(tok)
+		return false, false
 	}
 	addr, isNumber, sure := plainIPv4(host)
 	switch {
 	case !sure:
-		return h.matchURLToken(tok)
+		return false, false
 	case isNumber:
-		return addr.IsValid() && h.inPrefixes(addr)
+		return addr.IsValid() && h.inPrefixes(addr), true
 	}
-	return h.blockedName(host, qualified)
+	return h.blockedName(host, qualified), true
 }
 
 // tokenBreak marks the bytes that separate host candidates in free text;

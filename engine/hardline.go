@@ -133,9 +133,9 @@ func (h *compiledHardline) blocks(a *ProposedAction) bool {
 	case HardlineCommandRegex:
 		return h.anyCommand(a.Arguments)
 	case HardlinePathPattern:
-		return h.anyString(a.Arguments, false, h.matchPath)
+		return h.anyString(a.Arguments, h.matchPath)
 	case HardlineEgressHost:
-		return h.anyString(a.Arguments, false, h.matchEgress)
+		return h.anyString(a.Arguments, h.matchEgress)
 	case HardlineCredentialEgress:
 		return (!h.needsNet || networkCapable(a.Target)) && credentialInArgs(a.Arguments)
 	}
@@ -144,21 +144,20 @@ func (h *compiledHardline) blocks(a *ProposedAction) bool {
 }
 
 // anyString applies match to the strings the rule reads: the named
-// arguments, or every string value at any depth (and the keys too when
-// withKeys, since a credential can hide in a key).
-func (h *compiledHardline) anyString(args map[string]any, withKeys bool, match func(string) bool) bool {
+// arguments, or every string value at any depth.
+func (h *compiledHardline) anyString(args map[string]any, match func(string) bool) bool {
 	if h.args == nil {
-		return anyStringIn(args, withKeys, match, 0)
+		return anyStringIn(args, match, 0)
 	}
 	for _, name := range h.args {
-		if v, ok := args[name]; ok && anyStringIn(v, withKeys, match, 0) {
+		if v, ok := args[name]; ok && anyStringIn(v, match, 0) {
 			return true
 		}
 	}
 	return false
 }
 
-func anyStringIn(v any, withKeys bool, match func(string) bool, depth int) bool {
+func anyStringIn(v any, match func(string) bool, depth int) bool {
 	if depth > maxDepth {
 		// Deeper than any honest argument: refuse rather than skip.
 		return true
@@ -167,14 +166,14 @@ func anyStringIn(v any, withKeys bool, match func(string) bool, depth int) bool 
 	case string:
 		return match(x)
 	case map[string]any:
-		for k, e := range x {
-			if (withKeys && match(k)) || anyStringIn(e, withKeys, match, depth+1) {
+		for _, e := range x {
+			if anyStringIn(e, match, depth+1) {
 				return true
 			}
 		}
 	case []any:
 		for _, e := range x {
-			if anyStringIn(e, withKeys, match, depth+1) {
+			if anyStringIn(e, match, depth+1) {
 				return true
 			}
 		}
