@@ -66,6 +66,7 @@ type HardlineRule struct {
 	Pattern     string   // path_pattern, egress_host
 	Intent      string   // command: what the parsed commands must not do
 	Arguments   []string // arguments read; empty: every string value, recursively
+	When        string   // optional condition on the target: HardlineWhenNetworkCapable
 	MessageCode string   // policy.hardline.<code>
 	Blocks      HardlineExample
 	NearMiss    HardlineExample

@@ -20,6 +20,11 @@ const (
 	HardlineCredentialEgress = "credential_egress" //nolint:gosec // a rule kind, not a credential
 )
 
+// HardlineWhenNetworkCapable limits a credential_egress rule to actions
+// whose target can reach the network: anything but an isolated sandbox
+// with networking off.
+const HardlineWhenNetworkCapable = "network_capable_target"
+
 // HardlineMessagePrefix starts every hardline rule's message_code.
 const HardlineMessagePrefix = "policy.hardline."
 
@@ -37,6 +42,7 @@ type compiledHardline struct {
 	foldLiteral bool           // literals are lower case, compared ignoring ASCII case
 	prefixes    []netip.Prefix // egress_host addresses and ranges
 	hostnames   []string       // egress_host names, lower case, no trailing dot
+	needsNet    bool           // credential_egress: only on a network-capable target
 }
 
 func compileHardline(r HardlineRule) (*compiledHardline, error) {
@@ -47,11 +53,19 @@ func compileHardline(r HardlineRule) (*compiledHardline, error) {
 		explanation: "hardline rule " + r.ID + " (" + r.Kind + ") blocks this action",
 		args:        slices.Clone(r.Arguments),
 	}
+	if r.When != "" && (r.Kind != HardlineCredentialEgress || r.When != HardlineWhenNetworkCapable) {
+		return nil, fmt.Errorf("a %s rule takes no when %q", r.Kind, r.When)
+	}
 	switch r.Kind {
 	case HardlineSideEffect, HardlineCredentialEgress:
 		if r.Pattern != "" || r.Intent != "" {
 			return nil, fmt.Errorf("a %s rule takes no pattern", r.Kind)
 		}
+		if r.Kind == HardlineCredentialEgress && len(r.Arguments) > 0 {
+			// A key split across fields is found only by reading them all.
+			return nil, fmt.Errorf("a %s rule reads every argument", r.Kind)
+		}
+		h.needsNet = r.When == HardlineWhenNetworkCapable
 	case HardlineCommand:
 		in, ok := parseIntent(r.Intent)
 		if !ok || r.Pattern != "" {
@@ -125,12 +139,17 @@ func (h *compiledHardline) blocks(a *ProposedAction, f *actionFacts) bool {
 	case HardlinePathPattern:
 		return h.anyPath(a, h.matchPath)
 	case HardlineEgressHost:
-		if h.anyString(a.Arguments, false, h.matchEgress) {
+		if h.anyString(a.Arguments, h.matchEgress) {
 			return true
 		}
 		return f.hasCommands(a) && slices.ContainsFunc(f.commands(a).words, h.matchEgress)
 	case HardlineCredentialEgress:
-		return h.anyString(a.Arguments, true, ContainsCredential)
+		if h.needsNet && !networkCapable(a.Target) {
+			return false
+		}
+		// Commands are also read as the shell resolves their words, so
+		// quotes cannot split a key the shell puts back together.
+		return credentialInArgs(a.Arguments) || (f.hasCommands(a) && credentialInStrings(f.commands(a).words))
 	}
 	// An unknown kind never compiles; refusing here keeps the zero value safe.
 	return true
@@ -139,12 +158,12 @@ func (h *compiledHardline) blocks(a *ProposedAction, f *actionFacts) bool {
 // anyPath applies a path rule to the arguments it reads and to every
 // argument the catalog declares a path.
 func (h *compiledHardline) anyPath(a *ProposedAction, match func(string) bool) bool {
-	if h.anyString(a.Arguments, false, match) {
+	if h.anyString(a.Arguments, match) {
 		return true
 	}
 	for _, name := range a.Roles.Paths {
 		if !slices.Contains(h.args, name) {
-			if v, ok := a.Arguments[name]; ok && anyStringIn(v, false, match, 0) {
+			if v, ok := a.Arguments[name]; ok && anyStringIn(v, match, 0) {
 				return true
 			}
 		}
@@ -153,21 +172,20 @@ func (h *compiledHardline) anyPath(a *ProposedAction, match func(string) bool) b
 }
 
 // anyString applies match to the strings the rule reads: the named
-// arguments, or every string value at any depth (and the keys too when
-// withKeys, since a credential can hide in a key).
-func (h *compiledHardline) anyString(args map[string]any, withKeys bool, match func(string) bool) bool {
+// arguments, or every string value at any depth.
+func (h *compiledHardline) anyString(args map[string]any, match func(string) bool) bool {
 	if h.args == nil {
-		return anyStringIn(args, withKeys, match, 0)
+		return anyStringIn(args, match, 0)
 	}
 	for _, name := range h.args {
-		if v, ok := args[name]; ok && anyStringIn(v, withKeys, match, 0) {
+		if v, ok := args[name]; ok && anyStringIn(v, match, 0) {
 			return true
 		}
 	}
 	return false
 }
 
-func anyStringIn(v any, withKeys bool, match func(string) bool, depth int) bool {
+func anyStringIn(v any, match func(string) bool, depth int) bool {
 	if depth > maxDepth {
 		// Deeper than any honest argument: refuse rather than skip.
 		return true
@@ -176,14 +194,14 @@ func anyStringIn(v any, withKeys bool, match func(string) bool, depth int) bool 
 	case string:
 		return match(x)
 	case map[string]any:
-		for k, e := range x {
-			if (withKeys && match(k)) || anyStringIn(e, withKeys, match, depth+1) {
+		for _, e := range x {
+			if anyStringIn(e, match, depth+1) {
 				return true
 			}
 		}
 	case []any:
 		for _, e := range x {
-			if anyStringIn(e, withKeys, match, depth+1) {
+			if anyStringIn(e, match, depth+1) {
 				return true
 			}
 		}

@@ -22,6 +22,7 @@ type hardlineRuleDoc struct {
 	Pattern     string      `yaml:"pattern"`
 	Intent      string      `yaml:"intent"`
 	Arguments   []string    `yaml:"arguments"`
+	When        string      `yaml:"when"`
 	MessageCode string      `yaml:"message_code"`
 	Blocks      *exampleDoc `yaml:"blocks"`
 	NearMiss    *exampleDoc `yaml:"near_miss"`
@@ -85,6 +86,7 @@ func parseHardline(b []byte) (*hardlineSet, error) {
 			Pattern:     r.Pattern,
 			Intent:      r.Intent,
 			Arguments:   r.Arguments,
+			When:        r.When,
 			MessageCode: r.MessageCode,
 			Blocks:      blocks,
 			NearMiss:    near,
