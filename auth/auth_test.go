@@ -3,8 +3,10 @@ package auth
 import (
 	"context"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -30,14 +32,111 @@ func TestHashPasswordVerifies(t *testing.T) {
 	}
 }
 
-func TestNewTokenDigest(t *testing.T) {
+func TestNewTokenHasPrefixChecksumAndDigest(t *testing.T) {
 	t.Parallel()
-	tok, sum, err := NewToken()
+	format := regexp.MustCompile(`^gatehouse_[A-Za-z0-9]{46}$`)
+	seen := map[string]bool{}
+	for range 50 {
+		tok, sum, err := NewToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !format.MatchString(tok) {
+			t.Fatalf("token %q does not match %v", tok, format)
+		}
+		if HashToken(tok) != sum || len(sum) != 64 {
+			t.Fatalf("digest %q does not match token", sum)
+		}
+		if tokenMalformed(tok) {
+			t.Fatalf("fresh token %q fails its own checksum", tok)
+		}
+		if seen[tok] {
+			t.Fatalf("token %q minted twice", tok)
+		}
+		seen[tok] = true
+	}
+}
+
+// The checksum is the 6-digit base62 CRC32 (IEEE) of the 40 random
+// characters; the credential rule and other tools compute it the same way.
+func TestTokenChecksumIsBase62CRC32(t *testing.T) {
+	t.Parallel()
+	random := strings.Repeat("a", 40)
+	n := crc32.ChecksumIEEE([]byte(random))
+	want := ""
+	for range 6 {
+		want = string(base62[n%62]) + want
+		n /= 62
+	}
+	if got := tokenChecksum(random); got != want || len(got) != 6 {
+		t.Fatalf("checksum %q, want %q", got, want)
+	}
+	if tokenMalformed("gatehouse_" + random + want) {
+		t.Fatal("a token with the right checksum is refused")
+	}
+}
+
+func TestTokenMalformed(t *testing.T) {
+	t.Parallel()
+	tok, _, err := NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if HashToken(tok) != sum || len(sum) != 64 {
-		t.Fatalf("digest %q does not match token", sum)
+	body := tok[len("gatehouse_"):]
+	flip := func(i int) string {
+		b := []byte(tok)
+		if b[i] == 'a' {
+			b[i] = 'b'
+		} else {
+			b[i] = 'a'
+		}
+		return string(b)
+	}
+	cases := map[string]struct {
+		token     string
+		malformed bool
+	}{
+		"fresh":                   {tok, false},
+		"typo in the random part": {flip(len("gatehouse_") + 3), true},
+		"typo in the checksum":    {flip(len(tok) - 1), true},
+		"one character short":     {tok[:len(tok)-1], true},
+		"one character long":      {tok + "a", true},
+		"non-base62 character":    {"gatehouse_" + body[:10] + "-" + body[11:], true},
+		"prefix only":             {"gatehouse_", true},
+		"old ghs_ token":          {"ghs_" + body, false},
+		"no prefix at all":        {body, false},
+		"empty":                   {"", false},
+	}
+	for name, c := range cases {
+		if got := tokenMalformed(c.token); got != c.malformed {
+			t.Errorf("%s: tokenMalformed(%q) = %v, want %v", name, c.token, got, c.malformed)
+		}
+	}
+}
+
+// A prefixed token whose checksum fails is refused before any lookup: even
+// when its digest is listed, it does not authenticate. Old tokens without
+// the prefix still authenticate by digest.
+func TestByTokenRefusesBadChecksumBeforeLookup(t *testing.T) {
+	t.Parallel()
+	good, goodSum, _ := NewToken()
+	typo := good[:len(good)-1] + string(base62[(strings.IndexByte(base62, good[len(good)-1])+1)%62])
+	const old = "ghs_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	d, err := Parse([]byte("principals:\n  - id: agent\n    tenant_id: acme\n    tokens:\n" +
+		"      - {name: new, sha256: \"" + goodSum + "\"}\n" +
+		"      - {name: typo, sha256: \"" + HashToken(typo) + "\"}\n" +
+		"      - {name: old, sha256: \"" + HashToken(old) + "\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := d.ByToken(good); !ok || p.ID != "agent" {
+		t.Fatalf("the new-format token: %+v, %v", p, ok)
+	}
+	if _, ok := d.ByToken(typo); ok {
+		t.Fatal("a token failing its checksum authenticated: it was looked up")
+	}
+	if p, ok := d.ByToken(old); !ok || p.ID != "agent" {
+		t.Fatalf("the old ghs_ token: %+v, %v", p, ok)
 	}
 }
 

@@ -235,10 +235,15 @@ func (d *Directory) WithToken(principalID, token string) (*Directory, error) {
 	return cp, nil
 }
 
-// ByToken authenticates a bearer token. Its digest is compared in constant
-// time against every stored digest, with no early exit, so timing does not
-// tell which (or whether any) entry matched.
+// ByToken authenticates a bearer token. A token in our format whose
+// checksum fails is refused before any lookup (the checksum is public, so
+// this tells an attacker nothing). Otherwise its digest is compared in
+// constant time against every stored digest, with no early exit, so timing
+// does not tell which (or whether any) entry matched.
 func (d *Directory) ByToken(token string) (engine.Principal, bool) {
+	if tokenMalformed(token) {
+		return engine.Principal{}, false
+	}
 	sum := sha256.Sum256([]byte(token))
 	match := -1
 	for i := range d.tokens {
