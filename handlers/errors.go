@@ -72,6 +72,8 @@ func toAPIError(err error) (ae *apiError, internal bool) {
 		return newError(http.StatusForbidden, codeForbidden, "forbidden"), false
 	case errors.As(err, &pe) && (pe.Code == sqlstateBadEncoding || pe.Code == sqlstateUntranslatable):
 		return invalid("the request contains a character that cannot be stored (NUL)"), false
+	case errors.As(err, &pe) && pe.Code == sqlstateOutOfRange:
+		return invalid("the request contains a number that cannot be stored"), false
 	}
 	return newError(http.StatusInternalServerError, codeInternal, "internal error"), true
 }
