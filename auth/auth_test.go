@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -222,6 +223,8 @@ func TestLoadRefusesInvalid(t *testing.T) {
 		"empty":         {"", "empty file"},
 		"two documents": {"principals:\n  - id: a\n    tenant_id: t\n---\nprincipals: []\n", "more than one"},
 		"no principals": {"principals: []\n", "no principals"},
+		"profile twice": {"principals:\n  - id: a\n    tenant_id: t\n    policy_profiles: [strict, strict]\n", "policy_profiles"},
+		"empty profile": {"principals:\n  - id: a\n    tenant_id: t\n    policy_profiles: [\"\"]\n", "policy_profiles"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -231,6 +234,30 @@ func TestLoadRefusesInvalid(t *testing.T) {
 				t.Fatalf("err = %v, want it to contain %q", err, c.want)
 			}
 		})
+	}
+}
+
+// policy_profiles reach the principal; without it a principal may name
+// only the server default; the dev principal may name any profile.
+func TestLoadCarriesPolicyProfiles(t *testing.T) {
+	t.Parallel()
+	d, err := Parse([]byte("principals:\n  - {id: a, tenant_id: t, policy_profiles: [strict, audit]}\n  - {id: b, tenant_id: t}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := d.ByID("a")
+	if !slices.Equal(a.PolicyProfiles, []string{"strict", "audit"}) || a.AnyPolicyProfile {
+		t.Fatalf("a = %+v", a)
+	}
+	a.PolicyProfiles[0] = "mutated"
+	if again, _ := d.ByID("a"); again.PolicyProfiles[0] != "strict" {
+		t.Fatal("ByID returned a shared policy_profiles slice")
+	}
+	if b, _ := d.ByID("b"); len(b.PolicyProfiles) != 0 || b.AnyPolicyProfile {
+		t.Fatalf("b = %+v", b)
+	}
+	if dev, _ := Dev().ByID(DevPrincipalID); !dev.AnyPolicyProfile {
+		t.Fatal("the dev principal may not name every profile")
 	}
 }
 
