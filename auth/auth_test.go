@@ -331,3 +331,55 @@ func TestLoginBoundsConcurrentVerifications(t *testing.T) {
 		}
 	}
 }
+
+// The example principals file keeps the agent and its approvers apart: the
+// agent has a token and no approval.* scope or password, each approver has
+// approval.* scopes and a password and no token. Its placeholders refuse
+// the start until real hashes replace them.
+func TestExamplePrincipalsSeparateAgentFromApprovers(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../principals.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(raw); err == nil {
+		t.Fatal("the example loads with its placeholders in place")
+	}
+	pw, err := HashPassword("example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sum, _ := NewToken()
+	filled := strings.ReplaceAll(string(raw), "$argon2id$v=19$m=65536,t=3,p=2$REPLACE_WITH_SALT$REPLACE_WITH_HASH", pw)
+	filled = strings.ReplaceAll(filled, "REPLACE_WITH_SHA256_FROM_NEW_TOKEN", sum)
+	d, err := Parse([]byte(filled))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasToken := map[string]bool{}
+	for _, te := range d.tokens {
+		hasToken[te.principalID] = true
+	}
+	var agents, approvers int
+	for _, p := range d.Principals() {
+		approves := slices.ContainsFunc(p.Scopes, func(s string) bool { return strings.HasPrefix(s, "approval.") })
+		_, hasPassword := d.pw[p.ID]
+		switch {
+		case hasToken[p.ID]:
+			agents++
+			if approves || hasPassword || !slices.Contains(p.Scopes, "run.write") {
+				t.Errorf("agent %q: scopes %v, password %v; want run.write, no approval.*, no password", p.ID, p.Scopes, hasPassword)
+			}
+		case approves:
+			approvers++
+			if !hasPassword || !slices.Contains(p.Scopes, "approval.resolve") {
+				t.Errorf("approver %q: scopes %v, password %v; want approval.resolve and a password", p.ID, p.Scopes, hasPassword)
+			}
+		default:
+			t.Errorf("principal %q is neither an agent nor an approver", p.ID)
+		}
+	}
+	if agents == 0 || approvers == 0 {
+		t.Fatalf("%d agents and %d approvers, want both", agents, approvers)
+	}
+}
