@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -61,6 +62,10 @@ const (
 	pgNumericIntDigits  = 131072
 	pgNumericFracDigits = 16383
 )
+
+// smallObject is the key count up to which duplicates are found by
+// pairwise comparison.
+const smallObject = 16
 
 // jsonMaxDepth matches encoding/json's nesting limit.
 const jsonMaxDepth = 10000
@@ -134,7 +139,10 @@ func (s *scanner) object(depth int) error {
 		s.i++
 		return nil
 	}
-	var seen map[string]struct{}
+	// Small objects compare keys pairwise with strings.EqualFold; past
+	// smallObject keys a map of folded keys keeps the check linear.
+	var keys []string
+	var folded map[string]struct{}
 	for {
 		s.ws()
 		if s.i >= len(s.b) || s.b[s.i] != '"' {
@@ -146,14 +154,28 @@ func (s *scanner) object(depth int) error {
 		}
 		// encoding/json matches struct fields case-insensitively, so keys
 		// that differ only in case fill one field, the last one winning.
-		folded := foldKey(key)
-		if _, dup := seen[folded]; dup {
+		dup := false
+		if folded == nil {
+			for _, k := range keys {
+				if dup = strings.EqualFold(k, key); dup {
+					break
+				}
+			}
+			keys = append(keys, key)
+			if len(keys) > smallObject {
+				folded = make(map[string]struct{}, 2*len(keys))
+				for _, k := range keys {
+					folded[foldKey(k)] = struct{}{}
+				}
+			}
+		} else {
+			f := foldKey(key)
+			_, dup = folded[f]
+			folded[f] = struct{}{}
+		}
+		if dup {
 			return &InputError{Msg: fmt.Sprintf("duplicate key %q (keys must be unique in an object, ignoring case)", key)}
 		}
-		if seen == nil {
-			seen = map[string]struct{}{}
-		}
-		seen[folded] = struct{}{}
 		s.ws()
 		if s.i >= len(s.b) || s.b[s.i] != ':' {
 			return errSyntax
@@ -383,8 +405,8 @@ func (s *scanner) digits() int {
 	return s.i - start
 }
 
-// foldKey maps keys that encoding/json would match to the same field
-// (strings.EqualFold) to one string.
+// foldKey maps keys that strings.EqualFold (encoding/json's field match)
+// calls equal to one string.
 func foldKey(k string) string {
 	ascii := true
 	for i := range len(k) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -35,6 +36,14 @@ func TestDecodeStrictRefusesWhatEncodingJSONRewrites(t *testing.T) {
 		"numeric too precise":         {`{"a":1e-16384}`, "too large"},
 		"huge exponent":               {`{"a":1e999999999999999999}`, "too large"},
 	}
+	// Objects past smallObject keys take the map path.
+	var many strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&many, `"key%d":%d,`, i, i)
+	}
+	cases["many distinct keys"] = struct{ in, want string }{`{` + many.String() + `"last":0}`, ""}
+	cases["many keys, duplicate by case"] = struct{ in, want string }{`{` + many.String() + `"KEY3":0}`, `duplicate key "KEY3"`}
+	cases["many keys, duplicate by kelvin sign"] = struct{ in, want string }{`{"k":0,` + many.String() + `"` + "\u212a" + `":0}`, "duplicate key"}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -149,6 +158,28 @@ func FuzzDecodeStrict(f *testing.F) {
 		}
 		if duplicateKey(b) {
 			t.Fatalf("decoded a duplicate key: %q", b)
+		}
+	})
+}
+
+// BenchmarkDecodeStrict: the strictness pass against the decode it guards,
+// on a typical proposal.
+func BenchmarkDecodeStrict(b *testing.B) {
+	body := []byte(`{"action_id":"00000000-0000-4000-8000-000000000001","kind":"tool_call","name":"email.send","summary":"send the weekly report","step_number":3,"arguments":{"to":"a@example.com","subject":"Weekly report","body":"` + strings.Repeat("All systems nominal. ", 50) + `","cc":["b@example.com","c@example.com"],"n":12.5},"argument_trust":{"to":"user","body":"tool_output"},"origin_trust":"user"}`)
+	b.Run("check", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if err := checkStrict(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, err := DecodeActionRequest(body); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }
