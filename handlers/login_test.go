@@ -191,6 +191,7 @@ func TestLoginAccountCeilingOnlySlows(t *testing.T) {
 func TestLoginThrottleDecide(t *testing.T) {
 	t.Parallel()
 	th := DefaultLoginThrottle
+	th.PerPair = 1000 // for the cap case
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	cases := map[string]struct {
 		c    loginCounts
@@ -199,7 +200,7 @@ func TestLoginThrottleDecide(t *testing.T) {
 	}{
 		"fresh":                      {loginCounts{}, loginAllowed, 0},
 		"fresh pair over ceiling":    {loginCounts{account: 1000}, loginAllowed, 0},
-		"pair budget spent":          {loginCounts{pair: 5, pairLast: now.Add(-time.Hour)}, loginPairThrottled, 0},
+		"pair budget spent":          {loginCounts{pair: 1000, pairLast: now.Add(-time.Hour)}, loginPairThrottled, 0},
 		"address budget spent":       {loginCounts{address: 30}, loginAddressThrottled, 0},
 		"one typo, just now":         {loginCounts{pair: 1, pairLast: now}, loginAllowed, 0},
 		"third failure, just now":    {loginCounts{pair: 3, pairLast: now}, loginBackoff, 2 * time.Second},
@@ -208,6 +209,7 @@ func TestLoginThrottleDecide(t *testing.T) {
 		"over ceiling, first fail":   {loginCounts{pair: 1, pairLast: now, account: 100}, loginBackoff, 30 * time.Second},
 		"over ceiling, second fail":  {loginCounts{pair: 2, pairLast: now.Add(-time.Second), account: 100}, loginBackoff, 59 * time.Second},
 		"under ceiling, second fail": {loginCounts{pair: 2, pairLast: now.Add(-time.Second), account: 99}, loginAllowed, 0},
+		"huge budget, capped":        {loginCounts{pair: 200, pairLast: now}, loginBackoff, 15 * time.Minute},
 	}
 	for name, c := range cases {
 		v, wait := th.decide(c.c, now)

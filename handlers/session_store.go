@@ -199,8 +199,16 @@ func (t LoginThrottle) decide(c loginCounts, now time.Time) (loginVerdict, time.
 	if doublings < 0 {
 		return loginAllowed, 0
 	}
-	// PerPair bounds the exponent; 30 bounds it for any budget.
-	delay := base << min(doublings, 30)
+	// Doubling stops at the window: past it the pair budget refuses anyway,
+	// and the cap keeps a large configured budget from overflowing.
+	delay := base
+	for range doublings {
+		if delay >= t.Window {
+			break
+		}
+		delay *= 2
+	}
+	delay = min(delay, t.Window)
 	if wait := c.pairLast.Add(delay).Sub(now); wait > 0 {
 		return loginBackoff, wait
 	}
