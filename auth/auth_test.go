@@ -3,9 +3,12 @@ package auth
 import (
 	"context"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,14 +33,111 @@ func TestHashPasswordVerifies(t *testing.T) {
 	}
 }
 
-func TestNewTokenDigest(t *testing.T) {
+func TestNewTokenHasPrefixChecksumAndDigest(t *testing.T) {
 	t.Parallel()
-	tok, sum, err := NewToken()
+	format := regexp.MustCompile(`^gatehouse_[A-Za-z0-9]{46}$`)
+	seen := map[string]bool{}
+	for range 50 {
+		tok, sum, err := NewToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !format.MatchString(tok) {
+			t.Fatalf("token %q does not match %v", tok, format)
+		}
+		if HashToken(tok) != sum || len(sum) != 64 {
+			t.Fatalf("digest %q does not match token", sum)
+		}
+		if tokenMalformed(tok) {
+			t.Fatalf("fresh token %q fails its own checksum", tok)
+		}
+		if seen[tok] {
+			t.Fatalf("token %q minted twice", tok)
+		}
+		seen[tok] = true
+	}
+}
+
+// The checksum is the 6-digit base62 CRC32 (IEEE) of the 40 random
+// characters; the credential rule and other tools compute it the same way.
+func TestTokenChecksumIsBase62CRC32(t *testing.T) {
+	t.Parallel()
+	random := strings.Repeat("a", 40)
+	n := crc32.ChecksumIEEE([]byte(random))
+	want := ""
+	for range 6 {
+		want = string(base62[n%62]) + want
+		n /= 62
+	}
+	if got := tokenChecksum(random); got != want || len(got) != 6 {
+		t.Fatalf("checksum %q, want %q", got, want)
+	}
+	if tokenMalformed("gatehouse_" + random + want) {
+		t.Fatal("a token with the right checksum is refused")
+	}
+}
+
+func TestTokenMalformed(t *testing.T) {
+	t.Parallel()
+	tok, _, err := NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if HashToken(tok) != sum || len(sum) != 64 {
-		t.Fatalf("digest %q does not match token", sum)
+	body := tok[len("gatehouse_"):]
+	flip := func(i int) string {
+		b := []byte(tok)
+		if b[i] == 'a' {
+			b[i] = 'b'
+		} else {
+			b[i] = 'a'
+		}
+		return string(b)
+	}
+	cases := map[string]struct {
+		token     string
+		malformed bool
+	}{
+		"fresh":                   {tok, false},
+		"typo in the random part": {flip(len("gatehouse_") + 3), true},
+		"typo in the checksum":    {flip(len(tok) - 1), true},
+		"one character short":     {tok[:len(tok)-1], true},
+		"one character long":      {tok + "a", true},
+		"non-base62 character":    {"gatehouse_" + body[:10] + "-" + body[11:], true},
+		"prefix only":             {"gatehouse_", true},
+		"old ghs_ token":          {"ghs_" + body, false},
+		"no prefix at all":        {body, false},
+		"empty":                   {"", false},
+	}
+	for name, c := range cases {
+		if got := tokenMalformed(c.token); got != c.malformed {
+			t.Errorf("%s: tokenMalformed(%q) = %v, want %v", name, c.token, got, c.malformed)
+		}
+	}
+}
+
+// A prefixed token whose checksum fails is refused before any lookup: even
+// when its digest is listed, it does not authenticate. Old tokens without
+// the prefix still authenticate by digest.
+func TestByTokenRefusesBadChecksumBeforeLookup(t *testing.T) {
+	t.Parallel()
+	good, goodSum, _ := NewToken()
+	typo := good[:len(good)-1] + string(base62[(strings.IndexByte(base62, good[len(good)-1])+1)%62])
+	const old = "ghs_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	d, err := Parse([]byte("principals:\n  - id: agent\n    tenant_id: acme\n    tokens:\n" +
+		"      - {name: new, sha256: \"" + goodSum + "\"}\n" +
+		"      - {name: typo, sha256: \"" + HashToken(typo) + "\"}\n" +
+		"      - {name: old, sha256: \"" + HashToken(old) + "\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := d.ByToken(good); !ok || p.ID != "agent" {
+		t.Fatalf("the new-format token: %+v, %v", p, ok)
+	}
+	if _, ok := d.ByToken(typo); ok {
+		t.Fatal("a token failing its checksum authenticated: it was looked up")
+	}
+	if p, ok := d.ByToken(old); !ok || p.ID != "agent" {
+		t.Fatalf("the old ghs_ token: %+v, %v", p, ok)
 	}
 }
 
@@ -123,6 +223,8 @@ func TestLoadRefusesInvalid(t *testing.T) {
 		"empty":         {"", "empty file"},
 		"two documents": {"principals:\n  - id: a\n    tenant_id: t\n---\nprincipals: []\n", "more than one"},
 		"no principals": {"principals: []\n", "no principals"},
+		"profile twice": {"principals:\n  - id: a\n    tenant_id: t\n    policy_profiles: [strict, strict]\n", "policy_profiles"},
+		"empty profile": {"principals:\n  - id: a\n    tenant_id: t\n    policy_profiles: [\"\"]\n", "policy_profiles"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -132,6 +234,30 @@ func TestLoadRefusesInvalid(t *testing.T) {
 				t.Fatalf("err = %v, want it to contain %q", err, c.want)
 			}
 		})
+	}
+}
+
+// policy_profiles reach the principal; without it a principal may name
+// only the server default; the dev principal may name any profile.
+func TestLoadCarriesPolicyProfiles(t *testing.T) {
+	t.Parallel()
+	d, err := Parse([]byte("principals:\n  - {id: a, tenant_id: t, policy_profiles: [strict, audit]}\n  - {id: b, tenant_id: t}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := d.ByID("a")
+	if !slices.Equal(a.PolicyProfiles, []string{"strict", "audit"}) || a.AnyPolicyProfile {
+		t.Fatalf("a = %+v", a)
+	}
+	a.PolicyProfiles[0] = "mutated"
+	if again, _ := d.ByID("a"); again.PolicyProfiles[0] != "strict" {
+		t.Fatal("ByID returned a shared policy_profiles slice")
+	}
+	if b, _ := d.ByID("b"); len(b.PolicyProfiles) != 0 || b.AnyPolicyProfile {
+		t.Fatalf("b = %+v", b)
+	}
+	if dev, _ := Dev().ByID(DevPrincipalID); !dev.AnyPolicyProfile {
+		t.Fatal("the dev principal may not name every profile")
 	}
 }
 
@@ -203,5 +329,57 @@ func TestLoginBoundsConcurrentVerifications(t *testing.T) {
 		if !ok {
 			t.Fatalf("queued sign-in %d refused", i)
 		}
+	}
+}
+
+// The example principals file keeps the agent and its approvers apart: the
+// agent has a token and no approval.* scope or password, each approver has
+// approval.* scopes and a password and no token. Its placeholders refuse
+// the start until real hashes replace them.
+func TestExamplePrincipalsSeparateAgentFromApprovers(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../principals.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(raw); err == nil {
+		t.Fatal("the example loads with its placeholders in place")
+	}
+	pw, err := HashPassword("example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sum, _ := NewToken()
+	filled := strings.ReplaceAll(string(raw), "$argon2id$v=19$m=65536,t=3,p=2$REPLACE_WITH_SALT$REPLACE_WITH_HASH", pw)
+	filled = strings.ReplaceAll(filled, "REPLACE_WITH_SHA256_FROM_NEW_TOKEN", sum)
+	d, err := Parse([]byte(filled))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasToken := map[string]bool{}
+	for _, te := range d.tokens {
+		hasToken[te.principalID] = true
+	}
+	var agents, approvers int
+	for _, p := range d.Principals() {
+		approves := slices.ContainsFunc(p.Scopes, func(s string) bool { return strings.HasPrefix(s, "approval.") })
+		_, hasPassword := d.pw[p.ID]
+		switch {
+		case hasToken[p.ID]:
+			agents++
+			if approves || hasPassword || !slices.Contains(p.Scopes, "run.write") {
+				t.Errorf("agent %q: scopes %v, password %v; want run.write, no approval.*, no password", p.ID, p.Scopes, hasPassword)
+			}
+		case approves:
+			approvers++
+			if !hasPassword || !slices.Contains(p.Scopes, "approval.resolve") {
+				t.Errorf("approver %q: scopes %v, password %v; want approval.resolve and a password", p.ID, p.Scopes, hasPassword)
+			}
+		default:
+			t.Errorf("principal %q is neither an agent nor an approver", p.ID)
+		}
+	}
+	if agents == 0 || approvers == 0 {
+		t.Fatalf("%d agents and %d approvers, want both", agents, approvers)
 	}
 }

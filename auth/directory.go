@@ -66,13 +66,16 @@ type fileDoc struct {
 }
 
 type filePrincipal struct {
-	ID          string      `yaml:"id"`
-	TenantID    string      `yaml:"tenant_id"`
-	DisplayName string      `yaml:"display_name"`
-	Roles       []string    `yaml:"roles"`
-	Scopes      []string    `yaml:"scopes"`
-	Password    string      `yaml:"password_argon2id"`
-	Tokens      []fileToken `yaml:"tokens"`
+	ID          string   `yaml:"id"`
+	TenantID    string   `yaml:"tenant_id"`
+	DisplayName string   `yaml:"display_name"`
+	Roles       []string `yaml:"roles"`
+	Scopes      []string `yaml:"scopes"`
+	// PolicyProfiles are the profiles besides the server default this
+	// principal's runs may name.
+	PolicyProfiles []string    `yaml:"policy_profiles"`
+	Password       string      `yaml:"password_argon2id"`
+	Tokens         []fileToken `yaml:"tokens"`
 }
 
 type fileToken struct {
@@ -153,6 +156,11 @@ func (d *Directory) add(fp filePrincipal, vocab []string, seenToken map[[sha256.
 			return fmt.Errorf("scope %q is not in the vocabulary", s)
 		}
 	}
+	for i, name := range fp.PolicyProfiles {
+		if name == "" || slices.Contains(fp.PolicyProfiles[:i], name) {
+			return fmt.Errorf("policy_profiles: %q is empty or listed twice", name)
+		}
+	}
 	if fp.Password != "" {
 		p, err := parsePHC(fp.Password)
 		if err != nil {
@@ -173,11 +181,12 @@ func (d *Directory) add(fp filePrincipal, vocab []string, seenToken map[[sha256.
 		d.tokens = append(d.tokens, tokenEntry{sum: sum, principalID: fp.ID})
 	}
 	d.byID[fp.ID] = engine.Principal{
-		ID:          fp.ID,
-		TenantID:    fp.TenantID,
-		DisplayName: fp.DisplayName,
-		Roles:       slices.Clone(fp.Roles),
-		Scopes:      slices.Clone(fp.Scopes),
+		ID:             fp.ID,
+		TenantID:       fp.TenantID,
+		DisplayName:    fp.DisplayName,
+		Roles:          slices.Clone(fp.Roles),
+		Scopes:         slices.Clone(fp.Scopes),
+		PolicyProfiles: slices.Clone(fp.PolicyProfiles),
 	}
 	return nil
 }
@@ -210,15 +219,17 @@ const DevPrincipalID = "dev"
 
 // Dev returns the AUTH_MODE=dev directory: principal dev in tenant dev with
 // every scope of the vocabulary and no mcp.* scope (those exist only once a
-// server is configured). It has no password and no token; the console logs
+// server is configured); its runs may name any loaded policy profile. It
+// has no password and no token; the console logs
 // it in automatically and `serve --demo` mints a token with WithToken.
 func Dev() *Directory {
 	d := newDirectory()
 	d.byID[DevPrincipalID] = engine.Principal{
-		ID:          DevPrincipalID,
-		TenantID:    "dev",
-		DisplayName: "Developer",
-		Scopes:      engine.ScopeVocabulary(),
+		ID:               DevPrincipalID,
+		TenantID:         "dev",
+		DisplayName:      "Developer",
+		Scopes:           engine.ScopeVocabulary(),
+		AnyPolicyProfile: true,
 	}
 	return d
 }
@@ -235,10 +246,15 @@ func (d *Directory) WithToken(principalID, token string) (*Directory, error) {
 	return cp, nil
 }
 
-// ByToken authenticates a bearer token. Its digest is compared in constant
-// time against every stored digest, with no early exit, so timing does not
-// tell which (or whether any) entry matched.
+// ByToken authenticates a bearer token. A token in our format whose
+// checksum fails is refused before any lookup (the checksum is public, so
+// this tells an attacker nothing). Otherwise its digest is compared in
+// constant time against every stored digest, with no early exit, so timing
+// does not tell which (or whether any) entry matched.
 func (d *Directory) ByToken(token string) (engine.Principal, bool) {
+	if tokenMalformed(token) {
+		return engine.Principal{}, false
+	}
 	sum := sha256.Sum256([]byte(token))
 	match := -1
 	for i := range d.tokens {
@@ -259,6 +275,7 @@ func (d *Directory) ByID(id string) (engine.Principal, bool) {
 	}
 	p.Roles = slices.Clone(p.Roles)
 	p.Scopes = slices.Clone(p.Scopes)
+	p.PolicyProfiles = slices.Clone(p.PolicyProfiles)
 	return p, true
 }
 

@@ -157,6 +157,9 @@ func startServer(t testing.TB, opts serverOptions) *server {
 		srv.tokens[p.id], srv.passwords[p.id] = tok, pw
 		fmt.Fprintf(&yml, "  - id: %s\n    tenant_id: %s\n    display_name: %s\n    scopes: [%s]\n    password_argon2id: %q\n    tokens:\n      - {name: test, sha256: %q}\n",
 			p.id, p.tenant, strings.ToUpper(p.id[:1])+p.id[1:], strings.Join(p.scopes, ", "), hash, sum)
+		if profiles := principalProfiles[p.id]; len(profiles) > 0 {
+			fmt.Fprintf(&yml, "    policy_profiles: [%s]\n", strings.Join(profiles, ", "))
+		}
 	}
 	principals := filepath.Join(dir, "principals.yaml")
 	if err := os.WriteFile(principals, []byte(yml.String()), 0o600); err != nil {

@@ -65,6 +65,12 @@ type Principal struct {
 	DisplayName string   `json:"display_name,omitempty"`
 	Roles       []string `json:"roles,omitempty"`
 	Scopes      []string `json:"scopes"`
+	// PolicyProfiles are the profiles besides the server default that this
+	// principal's runs may name (principals.yaml policy_profiles).
+	PolicyProfiles []string `json:"policy_profiles,omitempty"`
+	// AnyPolicyProfile lets runs name every loaded profile: AUTH_MODE=dev's
+	// principal only.
+	AnyPolicyProfile bool `json:"-"`
 }
 
 // RunSnapshot is what the engine knows of the run an action belongs to.

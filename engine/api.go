@@ -104,7 +104,7 @@ type ActionRequest struct {
 	Name          string                `json:"name"`
 	Version       string                `json:"version,omitempty"`
 	Summary       string                `json:"summary"`
-	StepNumber    int                   `json:"step_number"`
+	StepNumber    int32                 `json:"step_number"` // tool_invocations.step_number is integer
 	Arguments     map[string]any        `json:"arguments"`
 	ArgumentTrust map[string]TrustLevel `json:"argument_trust"`
 	OriginTrust   TrustLevel            `json:"origin_trust"`

@@ -24,7 +24,7 @@ func Gate(req ActionRequest, cat *Catalog, run RunSnapshot, p Principal, rs *Loa
 		TenantID:      run.TenantID,
 		SessionID:     run.SessionID,
 		RunID:         run.ID,
-		StepNumber:    req.StepNumber,
+		StepNumber:    int(req.StepNumber),
 		Name:          req.Name,
 		Version:       req.Version,
 		Summary:       req.Summary,

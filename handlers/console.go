@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -98,10 +99,13 @@ func requireConsoleScope(c echo.Context, scope string) error {
 }
 
 // bindForm reads a console form into f (a struct with form tags) and, as
-// the API does, refuses a NUL character in any field.
+// the API does, refuses a NUL character or invalid UTF-8 in any field.
 func bindForm(c echo.Context, f any) error {
 	if err := c.Bind(f); err != nil {
 		return invalid("The form could not be read.")
+	}
+	if field, ok := invalidUTF8Field(f, "form"); ok {
+		return invalid(fmt.Sprintf("The field %q is not valid UTF-8.", field))
 	}
 	return refuseNUL(f, "form")
 }

@@ -29,6 +29,23 @@ func TestConsoleFormsRefuseNUL(t *testing.T) {
 	}
 }
 
+// Invalid UTF-8 in a resolution reason is a 400 naming the field, and the
+// approval stays pending: the bytes are never replaced and stored.
+func TestConsoleFormsRefuseInvalidUTF8(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	hc := b.signedIn("full")
+	a := b.park()
+	tok := b.formToken(b.get(hc, "/approvals/"+a.ID))
+	r := b.postForm(hc, "/approvals/"+a.ID+"/resolve", url.Values{"_csrf": {tok}, "resolution": {"approve"}, "reason": {"pay \xff"}})
+	if r.Status != http.StatusBadRequest || !strings.Contains(r.Body, "reason") || !strings.Contains(r.Body, "UTF-8") {
+		t.Fatalf("invalid UTF-8 in the reason: %d %.200s, want 400 naming reason", r.Status, r.Body)
+	}
+	if r := b.get(hc, "/approvals/"+a.ID); !strings.Contains(r.Body, "pending") {
+		t.Fatalf("the approval is no longer pending after a refused resolution: %.300s", r.Body)
+	}
+}
+
 // Console writes take urlencoded forms of at most 1 MiB: a bigger body is
 // 413 and any other type 415, before a session or form token is looked at.
 func TestConsoleFormsAreBounded(t *testing.T) {

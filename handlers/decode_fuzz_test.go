@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -15,7 +16,8 @@ import (
 
 // FuzzDecodeJSON: whatever a client sends, the strict decoder either fills
 // the request or answers a 4xx apiError; it never panics and never lets a
-// server error through.
+// server error through, and what it accepts is valid UTF-8 with no key
+// twice in an object.
 func FuzzDecodeJSON(f *testing.F) {
 	for _, s := range []string{
 		`{"worker_id":"w","fencing_token":1,"action":{"action_id":"00000000-0000-4000-8000-000000000001","kind":"tool_call","name":"email.send","summary":"s","step_number":1,"arguments":{"to":"a@b.c","n":1e400},"argument_trust":{"to":"user"},"origin_trust":"user"}}`,
@@ -23,6 +25,8 @@ func FuzzDecodeJSON(f *testing.F) {
 		`{"resolution":"deny","reason":"no"}`,
 		`{"worker_id":"w"} {"x":1}`,
 		`{"unknown":true}`,
+		`{"resolution":"deny","reason":"a","reason":"b"}`, "{\"resolution\":\"deny\",\"reason\":\"\xff\"}",
+		`{"worker_id":"w","fencing_token":1,"action":{"step_number":2147483648}}`, `{"worker_id":"w","fencing_token":9223372036854775808}`,
 		`[1,2,3]`, `"str"`, `null`, ``, `{`, `{"fencing_token":"1"}`,
 	} {
 		f.Add([]byte(s))
@@ -34,6 +38,9 @@ func FuzzDecodeJSON(f *testing.F) {
 			c := e.NewContext(req, httptest.NewRecorder())
 			err := decodeJSON(c, v)
 			if err == nil {
+				if !utf8.Valid(body) || bytes.Count(body, []byte(`"reason"`)) > 1 {
+					t.Fatalf("decode %T accepted %q", v, body)
+				}
 				continue
 			}
 			var ae *apiError

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -18,6 +19,7 @@ const (
 	codeUnauthenticated  = "unauthenticated"
 	codeMissingScope     = "missing_scope"
 	codeForbidden        = "forbidden"
+	codeProfileForbidden = "profile_not_permitted"
 	codeNotFound         = "not_found"
 	codeMisdirected      = "misdirected_request"
 	codeMethod           = "method_not_allowed"
@@ -53,6 +55,7 @@ func toAPIError(err error) (ae *apiError, internal bool) {
 	var he *echo.HTTPError
 	var ie *service.InvalidError
 	var pe *pgconn.PgError
+	var pnp *service.ProfileNotPermittedError
 	switch {
 	case errors.As(err, &ae):
 		return ae, false
@@ -68,10 +71,15 @@ func toAPIError(err error) (ae *apiError, internal bool) {
 		return invalid(ie.Msg), false
 	case errors.Is(err, service.ErrInvalid):
 		return invalid("invalid request"), false
+	case errors.As(err, &pnp):
+		return newError(http.StatusForbidden, codeProfileForbidden,
+			fmt.Sprintf("policy profile %q is not permitted for this principal: runs use the server default unless the principal's entry in principals.yaml lists the profile under policy_profiles", pnp.Profile)), false
 	case errors.Is(err, service.ErrForbidden):
 		return newError(http.StatusForbidden, codeForbidden, "forbidden"), false
 	case errors.As(err, &pe) && (pe.Code == sqlstateBadEncoding || pe.Code == sqlstateUntranslatable):
 		return invalid("the request contains a character that cannot be stored (NUL)"), false
+	case errors.As(err, &pe) && pe.Code == sqlstateOutOfRange:
+		return invalid("the request contains a number that cannot be stored"), false
 	}
 	return newError(http.StatusInternalServerError, codeInternal, "internal error"), true
 }

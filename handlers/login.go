@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,8 +76,8 @@ func (cn *console) renderLogin(c echo.Context, status int, m templates.LoginPage
 	return cn.render(c, status, templates.Login(m))
 }
 
-// loginSubmit checks the password (argon2id in the directory) under
-// failure budgets per account and per client address kept in PostgreSQL.
+// loginSubmit checks the password (argon2id in the directory) under the
+// failure budgets of LoginThrottle, kept in PostgreSQL.
 // The attempt is recorded before the password is checked, so parallel
 // guesses cannot all pass one budget check.
 func (cn *console) loginSubmit(c echo.Context) error {
@@ -93,16 +94,22 @@ func (cn *console) loginSubmit(c echo.Context) error {
 	ctx := c.Request().Context()
 	form := templates.LoginPage{UserID: f.ID, Next: f.Next}
 	addr, now := c.RealIP(), cn.s.now()
-	verdict, err := cn.store.loginAttempt(ctx, account, addr, now)
+	verdict, wait, err := cn.store.loginAttempt(ctx, account, addr, now)
 	if err != nil {
 		return err
 	}
+	minutes := int(cn.store.throttle.Window / time.Minute)
 	switch verdict {
-	case loginAccountThrottled:
-		form.Error = "Too many failed sign-ins for this account. Try again in 15 minutes."
+	case loginPairThrottled:
+		form.Error = fmt.Sprintf("Too many failed sign-ins for this account from your network. Try again in %d minutes.", minutes)
 		return cn.renderLogin(c, http.StatusTooManyRequests, form, tok)
 	case loginAddressThrottled:
-		form.Error = "Too many failed sign-ins from your network. Try again in 15 minutes."
+		form.Error = fmt.Sprintf("Too many failed sign-ins from your network. Try again in %d minutes.", minutes)
+		return cn.renderLogin(c, http.StatusTooManyRequests, form, tok)
+	case loginBackoff:
+		secs := int((wait + time.Second - 1) / time.Second)
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		form.Error = fmt.Sprintf("Too many sign-in attempts in a row. Wait %d seconds before trying again.", secs)
 		return cn.renderLogin(c, http.StatusTooManyRequests, form, tok)
 	}
 	slotCtx, cancel := context.WithTimeout(ctx, loginSlotWait)
@@ -123,7 +130,7 @@ func (cn *console) loginSubmit(c echo.Context) error {
 		form.Error = "Wrong user or password."
 		return cn.renderLogin(c, http.StatusUnauthorized, form, tok)
 	}
-	if err := cn.store.loginSucceeded(ctx, account); err != nil {
+	if err := cn.store.loginSucceeded(ctx, account, addr); err != nil {
 		return err
 	}
 	if _, err := cn.signIn(c, p); err != nil {

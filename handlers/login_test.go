@@ -3,15 +3,18 @@ package handlers
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-func smallThrottle(perAccount, perAddress int) func(*Config) {
+// smallThrottle is the default throttle with smaller budgets.
+func smallThrottle(perPair, perAddress, accountCeiling int) func(*Config) {
 	return func(c *Config) {
-		c.LoginThrottle = LoginThrottle{PerAccount: perAccount, PerAddress: perAddress, Window: 15 * time.Minute}
+		c.LoginThrottle = DefaultLoginThrottle
+		c.LoginThrottle.PerPair, c.LoginThrottle.PerAddress, c.LoginThrottle.AccountCeiling = perPair, perAddress, accountCeiling
 	}
 }
 
@@ -27,12 +30,12 @@ func statusCounts(statuses []int) map[int]int {
 // The throttle tests are not parallel: recording a failure prunes every
 // failure older than the window, and their clocks differ.
 
-// Parallel wrong guesses at one account: at most the budget reach the
-// password check (401), every other one is refused before it (429, or 503
-// when no verification slot came free).
+// Parallel wrong guesses at one account from one address: at most the
+// budget reach the password check (401), every other one is refused before
+// it (429, or 503 when no verification slot came free).
 func TestLoginThrottleHoldsUnderParallelGuesses(t *testing.T) {
 	const budget, guesses = 3, 10
-	b := setup(t, smallThrottle(budget, 100))
+	b := setup(t, smallThrottle(budget, 100, 100))
 	hc := b.browser()
 	tok := b.loginToken(hc)
 	guess := func(i int) int {
@@ -50,12 +53,14 @@ func TestLoginThrottleHoldsUnderParallelGuesses(t *testing.T) {
 		t.Fatalf("statuses %v: want at most %d checked (401) and the rest 429 or 503", n, budget)
 	}
 	// Guesses turned away as busy gave their place back: one at a time,
-	// exactly the rest of the budget is checked.
+	// each past its backoff, exactly the rest of the budget is checked.
 	for checked := n[http.StatusUnauthorized]; checked < budget; checked++ {
+		b.clock.Advance(time.Minute)
 		if st := guess(checked); st != http.StatusUnauthorized {
 			t.Fatalf("guess %d of the budget: %d, want 401", checked+1, st)
 		}
 	}
+	b.clock.Advance(time.Minute)
 	if st := guess(budget); st != http.StatusTooManyRequests {
 		t.Fatalf("guess over the budget: %d, want 429", st)
 	}
@@ -74,7 +79,7 @@ func TestLoginThrottleHoldsUnderParallelGuesses(t *testing.T) {
 // another address does not.
 func TestLoginThrottlePerAddress(t *testing.T) {
 	const perAddress = 4
-	b := setup(t, smallThrottle(5, perAddress))
+	b := setup(t, smallThrottle(5, perAddress, 100))
 	hc := b.browser()
 	tok := b.loginToken(hc)
 	guess := func(account string, header ...string) reply {
@@ -91,5 +96,125 @@ func TestLoginThrottlePerAddress(t *testing.T) {
 	}
 	if r := guess(b.id("ghostz"), testPeerHeader, "10.255.0.1"); r.Status != http.StatusUnauthorized {
 		t.Fatalf("the same guess from another address: %d, want 401", r.Status)
+	}
+}
+
+// A hostile address that spends an approver's budget locks only itself
+// out: the approver signs in from their own address at once.
+func TestLoginThrottleDoesNotLockTheApproverOut(t *testing.T) {
+	const budget = 3
+	b := setup(t, smallThrottle(budget, 100, 100))
+	attacker := func() int {
+		return b.login(b.browser(), "full", "guess", testPeerHeader, "203.0.113.9").Status
+	}
+	for i := range budget {
+		if st := attacker(); st != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d, want 401", i, st)
+		}
+		b.clock.Advance(time.Minute)
+	}
+	if st := attacker(); st != http.StatusTooManyRequests {
+		t.Fatalf("guess over the pair budget: %d, want 429", st)
+	}
+	if r := b.login(b.browser(), "full", testPassword, testPeerHeader, "198.51.100.7"); r.Status != http.StatusSeeOther {
+		t.Fatalf("the approver from their own address: %d %.200s, want 303", r.Status, r.Body)
+	}
+	if st := attacker(); st != http.StatusTooManyRequests {
+		t.Fatalf("the approver's sign-in cleared the attacker's failures: %d, want 429", st)
+	}
+}
+
+// One typo costs nothing; from the second failure a pair waits
+// Backoff·2^(n-2) (429 with Retry-After), and a success clears the pair:
+// its typos are forgotten.
+func TestLoginBackoffDoublesAndSuccessClearsThePair(t *testing.T) {
+	b := setup(t, smallThrottle(5, 100, 100))
+	wrong := func() reply { return b.login(b.browser(), "full", "typo") }
+	for i := range 2 {
+		if r := wrong(); r.Status != http.StatusUnauthorized {
+			t.Fatalf("typo %d at once: %d, want 401", i+1, r.Status)
+		}
+	}
+	r := wrong()
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "1" {
+		t.Fatalf("at once after a failure: %d Retry-After %q, want 429 and 1", r.Status, r.Header.Get("Retry-After"))
+	}
+	b.clock.Advance(time.Second)
+	if r := wrong(); r.Status != http.StatusUnauthorized {
+		t.Fatalf("after the backoff: %d, want 401", r.Status)
+	}
+	b.clock.Advance(time.Second)
+	if r := wrong(); r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "1" {
+		t.Fatalf("1 s after the second failure: %d Retry-After %q, want 429 (2 s backoff, 1 s left)", r.Status, r.Header.Get("Retry-After"))
+	}
+	b.clock.Advance(time.Second)
+	if r := b.login(b.browser(), "full", testPassword); r.Status != http.StatusSeeOther {
+		t.Fatalf("right password after the backoff: %d, want 303", r.Status)
+	}
+	// Cleared: a typo right after is checked, not held back.
+	for i := range 2 {
+		if r := wrong(); r.Status != http.StatusUnauthorized {
+			t.Fatalf("typo %d after the success: %d, want 401", i, r.Status)
+		}
+		b.clock.Advance(time.Minute)
+	}
+}
+
+// Many addresses guessing one account push it past the ceiling: then each
+// guessing address waits the long backoff, but an address that has not
+// failed signs in at once.
+func TestLoginAccountCeilingOnlySlows(t *testing.T) {
+	const ceiling = 4
+	b := setup(t, smallThrottle(5, 100, ceiling))
+	from := func(i int, password string) reply {
+		return b.login(b.browser(), "full", password, testPeerHeader, "203.0.113."+strconv.Itoa(i))
+	}
+	for i := range ceiling {
+		if r := from(i, "guess"); r.Status != http.StatusUnauthorized {
+			t.Fatalf("guess from address %d: %d, want 401", i, r.Status)
+		}
+	}
+	b.clock.Advance(2 * time.Second) // past the ordinary 1 s backoff
+	r := from(0, "guess")
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "28" {
+		t.Fatalf("a guessing address over the ceiling: %d Retry-After %q, want 429 and 28", r.Status, r.Header.Get("Retry-After"))
+	}
+	if r := from(99, testPassword); r.Status != http.StatusSeeOther {
+		t.Fatalf("an address without failures over the ceiling: %d, want 303", r.Status)
+	}
+	b.clock.Advance(28 * time.Second)
+	if r := from(0, "guess"); r.Status != http.StatusUnauthorized {
+		t.Fatalf("a guessing address after the long backoff: %d, want 401", r.Status)
+	}
+}
+
+func TestLoginThrottleDecide(t *testing.T) {
+	t.Parallel()
+	th := DefaultLoginThrottle
+	th.PerPair = 1000 // for the cap case
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	cases := map[string]struct {
+		c    loginCounts
+		want loginVerdict
+		wait time.Duration
+	}{
+		"fresh":                      {loginCounts{}, loginAllowed, 0},
+		"fresh pair over ceiling":    {loginCounts{account: 1000}, loginAllowed, 0},
+		"pair budget spent":          {loginCounts{pair: 1000, pairLast: now.Add(-time.Hour)}, loginPairThrottled, 0},
+		"address budget spent":       {loginCounts{address: 30}, loginAddressThrottled, 0},
+		"one typo, just now":         {loginCounts{pair: 1, pairLast: now}, loginAllowed, 0},
+		"third failure, just now":    {loginCounts{pair: 3, pairLast: now}, loginBackoff, 2 * time.Second},
+		"third failure, 2 s ago":     {loginCounts{pair: 3, pairLast: now.Add(-2 * time.Second)}, loginAllowed, 0},
+		"fourth failure, 1 s ago":    {loginCounts{pair: 4, pairLast: now.Add(-time.Second)}, loginBackoff, 3 * time.Second},
+		"over ceiling, first fail":   {loginCounts{pair: 1, pairLast: now, account: 100}, loginBackoff, 30 * time.Second},
+		"over ceiling, second fail":  {loginCounts{pair: 2, pairLast: now.Add(-time.Second), account: 100}, loginBackoff, 59 * time.Second},
+		"under ceiling, second fail": {loginCounts{pair: 2, pairLast: now.Add(-time.Second), account: 99}, loginAllowed, 0},
+		"huge budget, capped":        {loginCounts{pair: 200, pairLast: now}, loginBackoff, 15 * time.Minute},
+	}
+	for name, c := range cases {
+		v, wait := th.decide(c.c, now)
+		if v != c.want || wait != c.wait {
+			t.Errorf("%s: %v %v, want %v %v", name, v, wait, c.want, c.wait)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // PostgreSQL cannot store NUL in text (SQLSTATE 22021) or as \u0000 in
@@ -14,24 +15,35 @@ import (
 const (
 	sqlstateBadEncoding    = "22021" // character_not_in_repertoire
 	sqlstateUntranslatable = "22P05" // untranslatable_character
+	// sqlstateOutOfRange (numeric_value_out_of_range) is the backstop for a
+	// number the decoder let through that a column or jsonb cannot hold.
+	sqlstateOutOfRange = "22003"
 )
 
 // nulField returns the path of a string in v that holds a NUL character:
 // struct fields (named by their tag, "json" or "form"; embedded structs
 // flatten as in encoding/json), map keys and values, slice elements.
 func nulField(v any, tag string) (string, bool) {
-	return walkNUL(reflect.ValueOf(v), "", tag)
+	return findString(reflect.ValueOf(v), "", tag, func(s string) bool { return strings.IndexByte(s, 0) >= 0 })
 }
 
-func walkNUL(v reflect.Value, path, tag string) (string, bool) {
+// invalidUTF8Field is nulField for strings that are not valid UTF-8 (form
+// values are percent-decoded bytes; JSON is checked by the decoder).
+func invalidUTF8Field(v any, tag string) (string, bool) {
+	return findString(reflect.ValueOf(v), "", tag, func(s string) bool { return !utf8.ValidString(s) })
+}
+
+// findString returns the path of the first string in v (map keys included)
+// for which bad is true.
+func findString(v reflect.Value, path, tag string, bad func(string) bool) (string, bool) {
 	switch v.Kind() {
 	case reflect.String:
-		if strings.IndexByte(v.String(), 0) >= 0 {
+		if bad(v.String()) {
 			return path, true
 		}
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			return walkNUL(v.Elem(), path, tag)
+			return findString(v.Elem(), path, tag, bad)
 		}
 	case reflect.Struct:
 		t := v.Type()
@@ -50,7 +62,7 @@ func walkNUL(v reflect.Value, path, tag string) (string, bool) {
 				}
 				sub = joinPath(path, name)
 			}
-			if p, ok := walkNUL(v.Field(i), sub, tag); ok {
+			if p, ok := findString(v.Field(i), sub, tag, bad); ok {
 				return p, true
 			}
 		}
@@ -58,10 +70,10 @@ func walkNUL(v reflect.Value, path, tag string) (string, bool) {
 		iter := v.MapRange()
 		for iter.Next() {
 			k := iter.Key()
-			if k.Kind() == reflect.String && strings.IndexByte(k.String(), 0) >= 0 {
+			if k.Kind() == reflect.String && bad(k.String()) {
 				return path + " (a key)", true
 			}
-			if p, ok := walkNUL(iter.Value(), joinPath(path, fmt.Sprint(k)), tag); ok {
+			if p, ok := findString(iter.Value(), joinPath(path, fmt.Sprint(k)), tag, bad); ok {
 				return p, true
 			}
 		}
@@ -70,7 +82,7 @@ func walkNUL(v reflect.Value, path, tag string) (string, bool) {
 			return "", false // bytes (json.RawMessage) are not text
 		}
 		for i := range v.Len() {
-			if p, ok := walkNUL(v.Index(i), path+"["+strconv.Itoa(i)+"]", tag); ok {
+			if p, ok := findString(v.Index(i), path+"["+strconv.Itoa(i)+"]", tag, bad); ok {
 				return p, true
 			}
 		}

@@ -51,19 +51,48 @@ type Config struct {
 	LoginThrottle LoginThrottle
 }
 
-// LoginThrottle bounds failed console sign-ins per account and per client
-// address within a sliding window; over either budget a sign-in is refused
-// (429) before any password is checked.
+// LoginThrottle bounds failed console sign-ins before any password is
+// checked (429). Failures are keyed on the pair (account, client address),
+// so a hostile address spends its own budget and never the approver's:
+//
+//   - PerPair failures of one account from one address within Window
+//     refuse that pair until they leave the window;
+//   - PerAddress failures from one address within Window, across accounts,
+//     refuse the address;
+//   - after a pair's n-th failure (n ≥ 2: one typo costs nothing) its next
+//     attempt waits Backoff·2^(n-2);
+//   - past AccountCeiling failures of one account within AccountWindow,
+//     from all addresses, that wait is AccountBackoff·2^(n-1) from the
+//     first failure instead. The
+//     ceiling only slows addresses that have already failed: an address
+//     with no failure for the account is never held back by it.
+//
+// A successful sign-in clears its pair. The tradeoff is in README
+// (Security).
 type LoginThrottle struct {
-	PerAccount int
-	PerAddress int
-	Window     time.Duration
+	PerPair        int
+	PerAddress     int
+	Window         time.Duration
+	Backoff        time.Duration
+	AccountCeiling int
+	AccountWindow  time.Duration
+	AccountBackoff time.Duration
 }
 
 // DefaultLoginThrottle allows a human a few typos and a shared office
-// address several people's, while a guesser gets a handful of tries per
-// quarter hour.
-var DefaultLoginThrottle = LoginThrottle{PerAccount: 5, PerAddress: 30, Window: 15 * time.Minute}
+// address several people's, while a guesser gets a handful of slowing
+// tries per address per quarter hour, and many addresses guessing one
+// account are slowed to minutes per try.
+var DefaultLoginThrottle = LoginThrottle{
+	PerPair: 5, PerAddress: 30, Window: 15 * time.Minute, Backoff: time.Second,
+	AccountCeiling: 100, AccountWindow: time.Hour, AccountBackoff: 30 * time.Second,
+}
+
+// valid reports whether every budget and duration is positive.
+func (t LoginThrottle) valid() bool {
+	return t.PerPair > 0 && t.PerAddress > 0 && t.Window > 0 && t.Backoff > 0 &&
+		t.AccountCeiling > 0 && t.AccountWindow > 0 && t.AccountBackoff > 0
+}
 
 // RateLimit is a token bucket per principal.
 type RateLimit struct {
@@ -113,8 +142,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.LoginThrottle == (LoginThrottle{}) {
 		cfg.LoginThrottle = DefaultLoginThrottle
 	}
-	if cfg.LoginThrottle.PerAccount < 1 || cfg.LoginThrottle.PerAddress < 1 || cfg.LoginThrottle.Window <= 0 {
-		return nil, errors.New("handlers: login throttle needs positive budgets and window")
+	if !cfg.LoginThrottle.valid() {
+		return nil, errors.New("handlers: login throttle needs positive budgets, windows and backoffs")
 	}
 	if cfg.IPExtractor == nil {
 		cfg.IPExtractor = echo.ExtractIPDirect()

@@ -49,14 +49,20 @@ DELETE FROM console_sessions WHERE created_at <= $1 OR last_seen <= $2`
 	// one-key lock of the migrations).
 	loginAttemptLock = `SELECT pg_advisory_xact_lock($1::int4, hashtext($2))`
 
+	// loginFailureCounts: the pair's failures and the last of them within
+	// the window ($3), the address's within the window, the account's within
+	// the ceiling's window ($4).
 	loginFailureCounts = `
-SELECT (SELECT count(*) FROM console_login_failures WHERE account = $1 AND failed_at > $3),
-       (SELECT count(*) FROM console_login_failures WHERE client_ip = $2 AND failed_at > $3)`
+SELECT p.n, p.last,
+       (SELECT count(*) FROM console_login_failures WHERE client_ip = $2 AND failed_at > $3),
+       (SELECT count(*) FROM console_login_failures WHERE account = $1 AND failed_at > $4)
+  FROM (SELECT count(*) AS n, max(failed_at) AS last FROM console_login_failures
+         WHERE account = $1 AND client_ip = $2 AND failed_at > $3) AS p`
 
 	loginFailureInsert = `
 INSERT INTO console_login_failures (account, client_ip, failed_at) VALUES ($1, $2, $3)`
 
-	loginFailureClear = `DELETE FROM console_login_failures WHERE account = $1`
+	loginFailureClear = `DELETE FROM console_login_failures WHERE account = $1 AND client_ip = $2`
 
 	// loginAttemptRelease takes back one recorded attempt whose password was
 	// never checked.
@@ -154,8 +160,9 @@ type loginVerdict int
 
 const (
 	loginAllowed loginVerdict = iota
-	loginAccountThrottled
+	loginPairThrottled
 	loginAddressThrottled
+	loginBackoff
 )
 
 // Lock namespaces of loginAttemptLock.
@@ -164,37 +171,81 @@ const (
 	lockNSAddress int32 = 2
 )
 
+// loginCounts are the failures a verdict is taken on.
+type loginCounts struct {
+	pair     int
+	pairLast time.Time // the pair's last failure; zero when pair is 0
+	address  int
+	account  int // within AccountWindow
+}
+
+// decide is the throttle's verdict on an attempt at now, and how long to
+// wait when it is a backoff.
+func (t LoginThrottle) decide(c loginCounts, now time.Time) (loginVerdict, time.Duration) {
+	switch {
+	case c.pair >= t.PerPair:
+		return loginPairThrottled, 0
+	case c.address >= t.PerAddress:
+		return loginAddressThrottled, 0
+	case c.pair == 0:
+		return loginAllowed, 0
+	}
+	// One typo costs nothing; the backoff starts at the second failure,
+	// or at the first once the account is past its ceiling.
+	base, doublings := t.Backoff, c.pair-2
+	if c.account >= t.AccountCeiling {
+		base, doublings = t.AccountBackoff, c.pair-1
+	}
+	if doublings < 0 {
+		return loginAllowed, 0
+	}
+	// Doubling stops at the window: past it the pair budget refuses anyway,
+	// and the cap keeps a large configured budget from overflowing.
+	delay := base
+	for range doublings {
+		if delay >= t.Window {
+			break
+		}
+		delay *= 2
+	}
+	delay = min(delay, t.Window)
+	if wait := c.pairLast.Add(delay).Sub(now); wait > 0 {
+		return loginBackoff, wait
+	}
+	return loginAllowed, 0
+}
+
 // loginAttempt decides whether account may try a password from addr, and
 // when it may, records the attempt as a failure before the password is
 // checked (loginSucceeded clears it). Counting and recording happen in one
 // transaction under advisory locks on the account and the address, taken
 // in that order by every caller: parallel guesses queue on the locks, each
-// sees the ones before it, and at most the budget get through.
-func (st *sessionStore) loginAttempt(ctx context.Context, account, addr string, now time.Time) (loginVerdict, error) {
+// sees the ones before it, and at most the budget get through. wait is set
+// for a backoff.
+func (st *sessionStore) loginAttempt(ctx context.Context, account, addr string, now time.Time) (verdict loginVerdict, wait time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, dbTimeout)
 	defer cancel()
-	verdict := loginAllowed
-	err := pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+	t := st.throttle
+	err = pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, loginAttemptLock, lockNSAccount, account); err != nil {
 			return fmt.Errorf("lock account: %w", err)
 		}
 		if _, err := tx.Exec(ctx, loginAttemptLock, lockNSAddress, addr); err != nil {
 			return fmt.Errorf("lock address: %w", err)
 		}
-		since := now.Add(-st.throttle.Window)
-		var perAccount, perAddress int
-		if err := tx.QueryRow(ctx, loginFailureCounts, account, addr, since).Scan(&perAccount, &perAddress); err != nil {
+		var c loginCounts
+		var last *time.Time
+		if err := tx.QueryRow(ctx, loginFailureCounts, account, addr, now.Add(-t.Window), now.Add(-t.AccountWindow)).
+			Scan(&c.pair, &last, &c.address, &c.account); err != nil {
 			return fmt.Errorf("count: %w", err)
 		}
-		switch {
-		case perAccount >= st.throttle.PerAccount:
-			verdict = loginAccountThrottled
-			return nil
-		case perAddress >= st.throttle.PerAddress:
-			verdict = loginAddressThrottled
+		if last != nil {
+			c.pairLast = *last
+		}
+		if verdict, wait = t.decide(c, now); verdict != loginAllowed {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, loginFailurePrune, since); err != nil {
+		if _, err := tx.Exec(ctx, loginFailurePrune, now.Add(-max(t.Window, t.AccountWindow))); err != nil {
 			return fmt.Errorf("prune: %w", err)
 		}
 		if _, err := tx.Exec(ctx, loginFailureInsert, account, addr, now); err != nil {
@@ -203,9 +254,9 @@ func (st *sessionStore) loginAttempt(ctx context.Context, account, addr string, 
 		return nil
 	})
 	if err != nil {
-		return loginAllowed, fmt.Errorf("login throttle: %w", err)
+		return loginAllowed, 0, fmt.Errorf("login throttle: %w", err)
 	}
-	return verdict, nil
+	return verdict, wait, nil
 }
 
 // loginReleased takes back an attempt recorded by loginAttempt at now
@@ -220,11 +271,13 @@ func (st *sessionStore) loginReleased(ctx context.Context, account, addr string,
 	return nil
 }
 
-// loginSucceeded forgets an account's failures.
-func (st *sessionStore) loginSucceeded(ctx context.Context, account string) error {
+// loginSucceeded forgets the failures of the account from this address
+// only: failures from other addresses (a guesser's) still count against
+// them and against the account's ceiling.
+func (st *sessionStore) loginSucceeded(ctx context.Context, account, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, dbTimeout)
 	defer cancel()
-	if _, err := st.pool.Exec(ctx, loginFailureClear, account); err != nil {
+	if _, err := st.pool.Exec(ctx, loginFailureClear, account, addr); err != nil {
 		return fmt.Errorf("login throttle: clear: %w", err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package service
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -527,6 +528,48 @@ func TestProposeDeepArgumentsUnclassifiable(t *testing.T) {
 	mustEqual(t, "retry", b.propose(c, req).InvocationID, res.InvocationID)
 }
 
+// The operator's default profile binds a run: naming another loaded
+// profile is refused unless the principal's entry lists it; naming the
+// default, or none, is always fine; the dev principal may name any.
+func TestSubmitBindsTheOperatorsProfile(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	set, err := rules.NewSet(map[string]*engine.LoadedRuleset{
+		"default": b.policy.DefaultRuleset(),
+		"strict":  testRuleset(t, "strict", "v1", nil, true),
+	}, "strict", b.policy.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := b.newService(set)
+	submit := func(p engine.Principal, profile string) (Run, error) {
+		return svc.SubmitRun(b.ctx, p, SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1", PolicyProfile: profile})
+	}
+	_, err = submit(b.owner, "default")
+	var pnp *ProfileNotPermittedError
+	if !errors.As(err, &pnp) || pnp.Profile != "default" || !errors.Is(err, ErrForbidden) {
+		t.Fatalf("unlisted profile: err = %v, want a ProfileNotPermittedError naming default", err)
+	}
+	for _, profile := range []string{"", "strict"} {
+		r, err := submit(b.owner, profile)
+		if err != nil || r.PolicyProfile != "strict" {
+			t.Fatalf("profile %q: %+v %v, want a run under strict", profile, r, err)
+		}
+	}
+	listed := b.owner
+	listed.PolicyProfiles = []string{"default"}
+	if r, err := submit(listed, "default"); err != nil || r.PolicyProfile != "default" {
+		t.Fatalf("listed profile: %+v %v", r, err)
+	}
+	dev := b.owner
+	dev.AnyPolicyProfile = true
+	if r, err := submit(dev, "default"); err != nil || r.PolicyProfile != "default" {
+		t.Fatalf("dev principal: %+v %v", r, err)
+	}
+	_, err = submit(listed, "nope")
+	wantErr(t, err, ErrInvalid)
+}
+
 // A process that has not loaded a run's profile cannot check its resolver
 // rule: it refuses to approve (the owner could otherwise self-approve past a
 // distinct-resolver profile) but still accepts a deny.
@@ -538,7 +581,9 @@ func TestResolveUnknownProfileRefusesApproval(t *testing.T) {
 		"strict":  testRuleset(t, "strict", "v1", nil, true),
 	}, b.policy.Catalog())
 	strict := b.newService(withStrict)
-	r, err := strict.SubmitRun(b.ctx, b.owner, SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1.0", PolicyProfile: "strict"})
+	owner := b.owner
+	owner.PolicyProfiles = []string{"strict"}
+	r, err := strict.SubmitRun(b.ctx, owner, SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1.0", PolicyProfile: "strict"})
 	if err != nil {
 		t.Fatal(err)
 	}

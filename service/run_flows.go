@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,9 +20,21 @@ const (
 	maxIDLength         = 200
 )
 
+// ProfileNotPermittedError is an ErrForbidden: the run named a loaded
+// policy profile, not the server default, that the principal's entry does
+// not list. The operator's default binds every run unless the operator
+// said otherwise for that principal.
+type ProfileNotPermittedError struct{ Profile string }
+
+func (e *ProfileNotPermittedError) Error() string {
+	return fmt.Sprintf("policy profile %q is not permitted for this principal", e.Profile)
+}
+func (e *ProfileNotPermittedError) Unwrap() error { return ErrForbidden }
+
 // SubmitRun creates a QUEUED run with the submitting principal's scopes
 // stamped on it; later changes to the principal never reach this run.
-// An unknown profile is ErrInvalid.
+// An unknown profile is ErrInvalid; a profile other than the default that
+// the principal does not list is a *ProfileNotPermittedError.
 func (s *Service) SubmitRun(ctx context.Context, p engine.Principal, in SubmitRunInput) (Run, error) {
 	now := s.now()
 	switch {
@@ -42,6 +55,9 @@ func (s *Service) SubmitRun(ctx context.Context, p engine.Principal, in SubmitRu
 	}
 	if _, ok := s.ruleset(profile); !ok {
 		return Run{}, &InvalidError{Msg: "unknown policy_profile"}
+	}
+	if profile != s.cfg.Policy.DefaultProfile() && !p.AnyPolicyProfile && !slices.Contains(p.PolicyProfiles, profile) {
+		return Run{}, &ProfileNotPermittedError{Profile: profile}
 	}
 	scopes := append([]string{}, p.Scopes...)
 	var run Run

@@ -46,7 +46,14 @@ func TestPolicyCommands(t *testing.T) {
 	if err != nil || m["reason_code"] != "policy.scope.missing" || m["missing_scopes"].([]any)[0] != "demo.write" {
 		t.Fatalf("eval without scope: %v %v", err, m)
 	}
-	for _, bad := range []string{`{"action":` + action + `,"extra":1}`, `{"scopes":[]}`, `{"action":{"bogus":1}}`, strings.Repeat(" ", 1<<20+1)} {
+	for _, bad := range []string{
+		`{"action":` + action + `,"extra":1}`, `{"scopes":[]}`, `{"action":{"bogus":1}}`, strings.Repeat(" ", 1<<20+1),
+		// The strict decoder: a duplicate key, invalid UTF-8, a step_number
+		// no column holds.
+		`{"action":` + action + `,"scopes":[],"scopes":["demo.write"]}`,
+		`{"action":` + strings.Replace(action, `"value":"v"`, "\"value\":\"v\xff\"", 1) + `,"scopes":[]}`,
+		`{"action":` + strings.Replace(action, `"step_number":1`, `"step_number":2147483648`, 1) + `,"scopes":[]}`,
+	} {
 		if _, err := eval(bad); err == nil {
 			t.Errorf("accepted %.60q", bad)
 		}
