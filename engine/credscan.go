@@ -359,13 +359,27 @@ func asciiBytes(b []byte) bool {
 }
 
 // matchShapes reports whether b holds a credential shape (only the compact
-// ones when compactOnly). b is copied to a string only once a hint is found.
+// ones when compactOnly). Case-folded hints are sought in one lower-cased
+// copy (on the stack for ordinary text) with the library's fast search; b
+// is copied to a string only once a hint is found.
 func matchShapes(b []byte, compactOnly bool) bool {
 	var s string
 	copied := false
+	var lowStack [scanStack]byte
+	var low []byte
 	for i := range compiledShapes {
 		sh := &compiledShapes[i]
-		if compactOnly && !sh.compact || !sh.hinted(b) {
+		if compactOnly && !sh.compact {
+			continue
+		}
+		hay := b
+		if sh.fold {
+			if low == nil {
+				low = appendASCIILower(lowStack[:0], b)
+			}
+			hay = low
+		}
+		if !sh.hinted(hay) {
 			continue
 		}
 		if !copied {
@@ -378,13 +392,25 @@ func matchShapes(b []byte, compactOnly bool) bool {
 	return false
 }
 
-func (sh *compiledShape) hinted(b []byte) bool {
+// hinted reports whether hay (lower-cased for a folding shape) holds one of
+// the shape's hints.
+func (sh *compiledShape) hinted(hay []byte) bool {
 	for _, h := range sh.hints {
-		if sh.fold && containsFoldBytes(b, h) || !sh.fold && bytes.Contains(b, h) {
+		if bytes.Contains(hay, h) {
 			return true
 		}
 	}
 	return false
+}
+
+func appendASCIILower(dst, b []byte) []byte {
+	for _, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 func (sh *compiledShape) matches(s string) bool {
@@ -393,28 +419,6 @@ func (sh *compiledShape) matches(s string) bool {
 	}
 	for _, m := range sh.re.FindAllStringIndex(s, -1) {
 		if sh.verify(s[m[0]:m[1]]) {
-			return true
-		}
-	}
-	return false
-}
-
-// containsFoldBytes reports whether b contains lower (lower-case ASCII),
-// ignoring ASCII case.
-func containsFoldBytes(b, lower []byte) bool {
-	n := len(lower)
-	for i := 0; i+n <= len(b); i++ {
-		j := 0
-		for ; j < n; j++ {
-			ch := b[i+j]
-			if ch >= 'A' && ch <= 'Z' {
-				ch += 'a' - 'A'
-			}
-			if ch != lower[j] {
-				break
-			}
-		}
-		if j == n {
 			return true
 		}
 	}
