@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"gatehouse/engine"
 )
 
 func TestHashPasswordVerifies(t *testing.T) {
@@ -207,14 +209,30 @@ func TestLoadAuthenticates(t *testing.T) {
 	}
 }
 
+// TestMCPScopesCanBeHeld: a principal may hold grammar-valid MCP scopes, the
+// only way an MCP server's tools can ever pass the scope check.
+func TestMCPScopesCanBeHeld(t *testing.T) {
+	t.Parallel()
+	d, err := Load(writeFile(t, "principals:\n  - id: a\n    tenant_id: t\n    scopes: [run.write, mcp.files.use, mcp.files.read]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := d.ByID("a")
+	if missing := engine.MissingScopes([]string{"mcp.files.use", "mcp.files.read"}, p.Scopes); missing != nil {
+		t.Fatalf("missing %v", missing)
+	}
+}
+
 func TestLoadRefusesInvalid(t *testing.T) {
 	t.Parallel()
 	_, sum, _ := NewToken()
 	cases := map[string]struct{ body, want string }{
 		"unknown key":   {"principals:\n  - id: a\n    tenant_id: t\n    scope: [run.read]\n", "line 4"},
 		"duplicate id":  {"principals:\n  - id: a\n    tenant_id: t\n  - id: a\n    tenant_id: u\n", "line 4: principal \"a\": duplicate id"},
-		"unknown scope": {"principals:\n  - id: a\n    tenant_id: t\n    scopes: [run.everything]\n", "not in the vocabulary"},
-		"mcp scope":     {"principals:\n  - id: a\n    tenant_id: t\n    scopes: [mcp.files.use]\n", "not in the vocabulary"},
+		"unknown scope": {"principals:\n  - id: a\n    tenant_id: t\n    scopes: [run.everything]\n", "neither in the vocabulary"},
+		"mcp no verb":   {"principals:\n  - id: a\n    tenant_id: t\n    scopes: [mcp.files]\n", "neither in the vocabulary"},
+		"mcp bad id":    {"principals:\n  - id: a\n    tenant_id: t\n    scopes: [mcp.Files.use]\n", "neither in the vocabulary"},
+		"scope twice":   {"principals:\n  - id: a\n    tenant_id: t\n    scopes: [run.read, run.read]\n", "listed twice"},
 		"no tenant":     {"principals:\n  - id: a\n", "tenant_id is required"},
 		"bad digest":    {"principals:\n  - id: a\n    tenant_id: t\n    tokens: [{name: x, sha256: abc}]\n", "64 hex digits"},
 		"reused token":  {"principals:\n  - id: a\n    tenant_id: t\n    tokens: [{name: x, sha256: " + sum + "}]\n  - id: b\n    tenant_id: t\n    tokens: [{name: y, sha256: " + sum + "}]\n", "already listed"},

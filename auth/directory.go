@@ -84,7 +84,7 @@ type fileToken struct {
 }
 
 // Load reads and validates a principals file: strict YAML (unknown keys are
-// errors), unique principal ids, scopes from the vocabulary, well-formed
+// errors), unique principal ids, scopes from the vocabulary or mcp.{server_id}.{verb}, well-formed
 // password hashes and token digests, no token digest used twice. Errors
 // name the file and line.
 func Load(path string) (*Directory, error) {
@@ -127,11 +127,10 @@ func Parse(data []byte) (*Directory, error) {
 		return 0
 	}
 
-	vocab := engine.ScopeVocabulary()
 	d := newDirectory()
 	seenToken := map[[sha256.Size]byte]string{}
 	for i, fp := range doc.Principals {
-		if err := d.add(fp, vocab, seenToken); err != nil {
+		if err := d.add(fp, seenToken); err != nil {
 			return nil, fmt.Errorf("line %d: principal %q: %w", line(i), fp.ID, err)
 		}
 	}
@@ -141,7 +140,7 @@ func Parse(data []byte) (*Directory, error) {
 	return d, nil
 }
 
-func (d *Directory) add(fp filePrincipal, vocab []string, seenToken map[[sha256.Size]byte]string) error {
+func (d *Directory) add(fp filePrincipal, seenToken map[[sha256.Size]byte]string) error {
 	switch {
 	case fp.ID == "":
 		return errors.New("id is required")
@@ -151,9 +150,12 @@ func (d *Directory) add(fp filePrincipal, vocab []string, seenToken map[[sha256.
 	if _, dup := d.byID[fp.ID]; dup {
 		return errors.New("duplicate id (ids are unique across tenants)")
 	}
-	for _, s := range fp.Scopes {
-		if !slices.Contains(vocab, s) {
-			return fmt.Errorf("scope %q is not in the vocabulary", s)
+	for i, s := range fp.Scopes {
+		if err := engine.ValidPrincipalScope(s); err != nil {
+			return err
+		}
+		if slices.Contains(fp.Scopes[:i], s) {
+			return fmt.Errorf("scope %q listed twice", s)
 		}
 	}
 	for i, name := range fp.PolicyProfiles {

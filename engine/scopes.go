@@ -96,6 +96,20 @@ func ValidToolScope(scope, mcpServerID string) error {
 	return nil
 }
 
+// ValidPrincipalScope reports whether a principal may hold scope: one of the
+// vocabulary, or a grammar-valid MCP scope mcp.{server_id}.{verb}, the only
+// way a principal can be granted an MCP server's tools (DESIGN.md §2).
+func ValidPrincipalScope(scope string) error {
+	if InScopeVocabulary(scope) {
+		return nil
+	}
+	segs := strings.Split(scope, ".")
+	if ValidScopeGrammar(scope) && len(segs) >= 3 && segs[0] == "mcp" {
+		return nil
+	}
+	return fmt.Errorf("scope %q is neither in the vocabulary nor an mcp.{server_id}.{verb} scope", scope)
+}
+
 // MissingScopes is required minus held over exact strings, sorted and
 // deduplicated: no hierarchy, no wildcard, no prefix rule. It returns nil
 // when nothing is missing.

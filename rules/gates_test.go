@@ -342,6 +342,13 @@ func TestGate12ScopeSubset(t *testing.T) {
 		Summary: "write", Arguments: map[string]any{"path": "a", "text": "b"}, OriginTrust: engine.TrustUser,
 	}
 	gate := func(scopes ...string) engine.GateOutcome {
+		for _, s := range scopes {
+			// Scopes a real principal can hold (principals.yaml), so the
+			// case is one a deployment can reach.
+			if err := engine.ValidPrincipalScope(s); err != nil {
+				t.Fatal(err)
+			}
+		}
 		return engine.Gate(req, set.Catalog(), engine.RunSnapshot{PrincipalScopes: scopes}, engine.Principal{}, rs, time.Time{})
 	}
 	out := gate("mcp.files.use")
