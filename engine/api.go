@@ -28,15 +28,19 @@ type ArgumentModification struct {
 // ProfileRule is one row of a profile: a side-effect row, a (side_effect,
 // risk) pair row, or a tool-name-keyed entry.
 type ProfileRule struct {
-	ID                     string                // "matrix.<side_effect>", "matrix.<side_effect>.<risk>" or "tool_rule.<name>"
-	SideEffect             SideEffectClass       // empty for tool rules
-	Risk                   RiskLevel             // optional; never alone
-	Tool                   string                // tool rules only
-	Condition              string                // optional
-	Decision               PolicyDecisionType    // when the condition holds (or there is none)
-	Otherwise              PolicyDecisionType    // when it does not
-	ApprovalWhen           string                // optional condition that raises an allow to require_approval
-	HumanConfirmsArguments bool                  // tool rules only
+	ID                     string             // "matrix.<side_effect>", "matrix.<side_effect>.<risk>" or "tool_rule.<name>"
+	SideEffect             SideEffectClass    // empty for tool rules
+	Risk                   RiskLevel          // optional; never alone
+	Tool                   string             // tool rules only
+	Condition              string             // optional
+	Decision               PolicyDecisionType // when the condition holds (or there is none)
+	Otherwise              PolicyDecisionType // when it does not
+	ApprovalWhen           string             // optional condition that raises an allow to require_approval
+	HumanConfirmsArguments bool               // tool rules only
+	// ArgumentsMustAuthorize (tool rules only) tightens the overlay's
+	// argument half as the origin half is: any argument labelled with a
+	// level that cannot authorize (memory, knowledge, untrusted) escalates.
+	ArgumentsMustAuthorize bool
 	Modifications          *ArgumentModification // only with Decision allow_with_modifications
 }
 

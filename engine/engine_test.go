@@ -578,3 +578,26 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+// arguments_must_authorize belongs to tool rules, and not beside
+// human_confirms_arguments, which suppresses the half it tightens.
+func TestArgumentsMustAuthorizeShape(t *testing.T) {
+	t.Parallel()
+	base := func() Profile {
+		p := Profile{Name: "p"}
+		for _, s := range SideEffectClasses() {
+			p.Rules = append(p.Rules, ProfileRule{SideEffect: s, Decision: DecisionAllow})
+		}
+		return p
+	}
+	row := base()
+	row.Rules[0].ArgumentsMustAuthorize = true
+	both := base()
+	both.ToolRules = []ProfileRule{{Tool: "t", Decision: DecisionAllow, HumanConfirmsArguments: true, ArgumentsMustAuthorize: true}}
+	for name, p := range map[string]Profile{"on a matrix row": row, "with human_confirms_arguments": both} {
+		var re *RuleError
+		if _, err := NewLoadedRuleset(p, nil, nil, nil); !errors.As(err, &re) || re.Code != CodeToolRuleShape {
+			t.Errorf("%s: err = %v, want %s", name, err, CodeToolRuleShape)
+		}
+	}
+}

@@ -233,7 +233,7 @@ func tainted(a *ProposedAction, rule *compiledRule) bool {
 		return true
 	}
 	for _, t := range a.ArgumentTrust {
-		if t == TrustExternalUntrusted {
+		if t == TrustExternalUntrusted || rule.strictArgs && !t.MayAuthorize() {
 			return true
 		}
 	}

@@ -94,6 +94,7 @@ type compiledRule struct {
 	otherwise       PolicyDecisionType
 	isToolRule      bool
 	hca             bool
+	strictArgs      bool
 	mods            *ArgumentModification
 	approvalWhen    condition
 	explainHeld     string
@@ -176,8 +177,8 @@ func (rs *LoadedRuleset) compileRows() error {
 		if ci < 0 {
 			return ruleErr(row.ID, CodeUnknownSideEffect, "unknown side_effect %q", row.SideEffect)
 		}
-		if row.Tool != "" || row.HumanConfirmsArguments {
-			return ruleErr(row.ID, CodeToolRuleShape, "tool and human_confirms_arguments belong to tool_rules")
+		if row.Tool != "" || row.HumanConfirmsArguments || row.ArgumentsMustAuthorize {
+			return ruleErr(row.ID, CodeToolRuleShape, "tool, human_confirms_arguments and arguments_must_authorize belong to tool_rules")
 		}
 		id := "matrix." + string(row.SideEffect)
 		if row.Risk != "" {
@@ -240,6 +241,10 @@ func (rs *LoadedRuleset) compileToolRules() error {
 		}
 		cr.isToolRule = true
 		cr.hca = tr.HumanConfirmsArguments
+		cr.strictArgs = tr.ArgumentsMustAuthorize
+		if cr.hca && cr.strictArgs {
+			return ruleErr(id, CodeToolRuleShape, "human_confirms_arguments suppresses the argument half that arguments_must_authorize tightens: name one")
+		}
 		rs.toolRules[tr.Tool] = cr
 	}
 	return nil

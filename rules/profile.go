@@ -32,6 +32,7 @@ type rowDoc struct {
 	Otherwise              string   `yaml:"otherwise"`
 	ApprovalWhen           string   `yaml:"approval_when"`
 	HumanConfirmsArguments bool     `yaml:"human_confirms_arguments"`
+	ArgumentsMustAuthorize bool     `yaml:"arguments_must_authorize"`
 	Modifications          *modsDoc `yaml:"modifications"`
 }
 
@@ -161,6 +162,7 @@ func (r rowDoc) rule(id string) (engine.ProfileRule, error) {
 		Otherwise:              engine.PolicyDecisionType(r.Otherwise),
 		ApprovalWhen:           r.ApprovalWhen,
 		HumanConfirmsArguments: r.HumanConfirmsArguments,
+		ArgumentsMustAuthorize: r.ArgumentsMustAuthorize,
 	}
 	if r.Modifications != nil {
 		set, err := toJSONMap(r.Modifications.Set)
