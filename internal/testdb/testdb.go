@@ -47,7 +47,7 @@ var (
 func New(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	pkgOnce.Do(func() {
-		pkgURL, pkgErr = create(URL(t), "gatehouse_test_"+packageName(), true)
+		pkgURL, pkgErr = create(URL(t), dbName(packageName()), true)
 	})
 	if pkgErr != nil {
 		t.Fatalf("testdb: %v", pkgErr)
@@ -72,19 +72,26 @@ func NewEmptyDatabase(t testing.TB, name string) string {
 func newDatabase(t testing.TB, name string, migrate bool) string {
 	t.Helper()
 	admin := URL(t)
-	dbName := "gatehouse_test_" + sanitize(name)
-	u, err := create(admin, dbName, migrate)
+	db := dbName(sanitize(name))
+	u, err := create(admin, db, migrate)
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := exec(ctx, admin, "DROP DATABASE IF EXISTS "+pgx.Identifier{dbName}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Logf("testdb: drop %s: %v", dbName, err)
+		if err := exec(ctx, admin, "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Logf("testdb: drop %s: %v", db, err)
 		}
 	})
 	return u
+}
+
+// dbName is gatehouse_test_<name>, plus TESTDB_SUFFIX when set, so two
+// checkouts of the repository (worktrees) test against one server in
+// parallel instead of waiting for each other's databases.
+func dbName(name string) string {
+	return "gatehouse_test_" + name + sanitize(os.Getenv("TESTDB_SUFFIX"))
 }
 
 // Pool opens a pool on dbURL sized for concurrent tests, closed at cleanup.
