@@ -83,16 +83,62 @@ func TestGate02Determinism(t *testing.T) {
 				t.Errorf("%s imports %s", f, p)
 			}
 		}
-		ast.Inspect(file, func(n ast.Node) bool {
-			sel, ok := n.(*ast.SelectorExpr)
-			if !ok {
-				return true
-			}
-			if id, ok := sel.X.(*ast.Ident); ok && id.Name == "time" && slices.Contains([]string{"Now", "Since", "Until", "Tick", "After", "NewTimer", "NewTicker"}, sel.Sel.Name) {
-				t.Errorf("%s: calls time.%s", fset.Position(sel.Pos()), sel.Sel.Name)
-			}
+		for _, c := range clockReads(file) {
+			t.Errorf("%s: reads the clock: %s", fset.Position(c.Pos()), c.Sel.Name)
+		}
+	}
+}
+
+// clockReads finds the calls (and method values) of file that read the
+// clock, under whatever name file imports the time package: an alias
+// (import t "time") is the same package. A dot import is reported whole.
+func clockReads(file *ast.File) []*ast.SelectorExpr {
+	names := map[string]bool{}
+	var out []*ast.SelectorExpr
+	for _, imp := range file.Imports {
+		if strings.Trim(imp.Path.Value, `"`) != "time" {
+			continue
+		}
+		switch {
+		case imp.Name == nil:
+			names["time"] = true
+		case imp.Name.Name == ".":
+			out = append(out, &ast.SelectorExpr{X: imp.Name, Sel: &ast.Ident{Name: "dot import of time", NamePos: imp.Pos()}})
+		case imp.Name.Name != "_":
+			names[imp.Name.Name] = true
+		}
+	}
+	ast.Inspect(file, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
 			return true
-		})
+		}
+		if id, ok := sel.X.(*ast.Ident); ok && names[id.Name] && slices.Contains([]string{"Now", "Since", "Until", "Tick", "After", "AfterFunc", "NewTimer", "NewTicker", "Sleep"}, sel.Sel.Name) {
+			out = append(out, sel)
+		}
+		return true
+	})
+	return out
+}
+
+// TestClockScanSeesAliases: the scan TestGate02Determinism relies on finds
+// the clock under an alias and through a dot import, and not in a use of a
+// time value passed in.
+func TestClockScanSeesAliases(t *testing.T) {
+	t.Parallel()
+	for src, want := range map[string]int{
+		"package x\nimport t \"time\"\nvar _ = t.Now()":                              1,
+		"package x\nimport clock \"time\"\nvar f = clock.Since":                      1,
+		"package x\nimport . \"time\"\nvar _ = Now()":                                1,
+		"package x\nimport \"time\"\nfunc f(now time.Time) time.Time { return now }": 0,
+	} {
+		file, err := parser.ParseFile(token.NewFileSet(), "x.go", src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(clockReads(file)); got != want {
+			t.Errorf("%q: %d clock reads, want %d", src, got, want)
+		}
 	}
 }
 

@@ -81,7 +81,7 @@ func TestGate01Totality(t *testing.T) {
 		{"modifications without the decision", defaultWithout("", "  - {side_effect: financial, risk: low, decision: allow, modifications: {set: {a: 1}}}"), engine.CodeModifications},
 		{"modify without modifications", defaultWithout("", "  - {side_effect: financial, risk: low, decision: allow_with_modifications}"), engine.CodeModifications},
 		{"two modifying rules for one class", defaultWithout("", "  - {side_effect: financial, risk: low, decision: allow_with_modifications, modifications: {set: {a: 1}}}\n  - {side_effect: financial, risk: high, decision: allow_with_modifications, modifications: {set: {a: 2}}}"), engine.CodeMultipleModifying},
-		{"duplicate tool rule", strings.Replace(string(defaultYAML), "tool_rules:\n", "tool_rules:\n  device.sms.send: {decision: deny}\n", 1), CodeSyntax},
+		{"duplicate tool rule", strings.Replace(string(defaultYAML), "tool_rules:\n", "tool_rules:\n  device.sms.send: {decision: deny}\n", 1), engine.CodeDuplicateToolRule},
 		{"tool rule for an unknown tool", strings.Replace(string(defaultYAML), "tool_rules:\n", "tool_rules:\n  no.such.tool: {decision: deny}\n", 1), CodeUnknownTool},
 		{"unknown field", defaultWithout("", "  - {side_effect: financial, risk: low, decision: deny, because: reasons}"), CodeSyntax},
 		{"second document", string(defaultYAML) + "\n---\nmatrix: []\n", CodeMultipleDocs},

@@ -81,6 +81,18 @@ func parseProfile(name, file string, b []byte) (engine.Profile, map[string]int, 
 				return engine.Profile{}, nil, &LoadError{File: file, Line: k.Line, Code: CodeHardlineOverride, Msg: "a profile cannot define hardline rules; they are built in"}
 			}
 		}
+		// A tool named twice is a rule error, not a syntax error: found here,
+		// before decoding into a map refuses the document for it.
+		if _, tr := mappingValue(&raw, "tool_rules"); tr != nil && tr.Kind == yaml.MappingNode {
+			seen := map[string]bool{}
+			for i := 0; i+1 < len(tr.Content); i += 2 {
+				k := tr.Content[i]
+				if seen[k.Value] {
+					return engine.Profile{}, nil, &LoadError{File: file, Line: k.Line, RuleID: "tool_rule." + k.Value, Code: engine.CodeDuplicateToolRule, Msg: "two entries for tool " + k.Value}
+				}
+				seen[k.Value] = true
+			}
+		}
 	}
 	var doc profileDoc
 	root, err := decodeStrict(file, b, &doc)
