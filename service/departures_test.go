@@ -74,12 +74,14 @@ func TestSchemaInvalidProposalIsRecordedDenial(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for name, spoil := range map[string]func(*engine.ActionRequest){
-		"bad kind":                func(r *engine.ActionRequest) { r.Kind = "teleport" },
-		"bad origin_trust":        func(r *engine.ActionRequest) { r.OriginTrust = "divine" },
-		"bad argument_trust":      func(r *engine.ActionRequest) { r.ArgumentTrust = map[string]engine.TrustLevel{"path": "divine"} },
-		"negative step_number":    func(r *engine.ActionRequest) { r.StepNumber = -1 },
-		"missing name":            func(r *engine.ActionRequest) { r.Name = "" },
-		"argument_trust unlisted": func(r *engine.ActionRequest) { r.ArgumentTrust = map[string]engine.TrustLevel{"nope": engine.TrustUser} },
+		"bad kind":             func(r *engine.ActionRequest) { r.Kind = "teleport" },
+		"bad origin_trust":     func(r *engine.ActionRequest) { r.OriginTrust = "divine" },
+		"bad argument_trust":   func(r *engine.ActionRequest) { r.ArgumentTrust = map[string]engine.TrustLevel{"path": "divine"} },
+		"negative step_number": func(r *engine.ActionRequest) { r.StepNumber = -1 },
+		"missing name":         func(r *engine.ActionRequest) { r.Name = "" },
+		"argument_trust unlisted": func(r *engine.ActionRequest) {
+			r.ArgumentTrust = map[string]engine.TrustLevel{"nope": engine.TrustUser}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
