@@ -207,8 +207,8 @@ func TestCrashOrder(t *testing.T) {
 // TestRaceReaperVsResolveAroundExpiry races a resolver and the reaper while
 // a third goroutine moves the clock across expires_at, so either side may
 // act first on either side of the boundary. Whoever wins, the approval is
-// resolved exactly once, and it is approved only by a resolution made
-// before its expiry.
+// resolved exactly once, approved only by a resolution made before its
+// expiry and expired only at or after it.
 func TestRaceReaperVsResolveAroundExpiry(t *testing.T) {
 	b := setup(t, withEpoch(reaperEpoch))
 	outcomes := map[engine.ApprovalStatus]int{}
@@ -240,6 +240,9 @@ func TestRaceReaperVsResolveAroundExpiry(t *testing.T) {
 			}
 			mustEqual(t, "run", b.run(c.run.ID).Status, RunQueued)
 		case engine.ApprovalExpired:
+			if a.ResolvedAt == nil || a.ResolvedAt.Before(a.ExpiresAt) {
+				t.Fatalf("iteration %d: expired at %v, before its expiry %v", i, a.ResolvedAt, a.ExpiresAt)
+			}
 			mustEqual(t, "resolver's answer", out.Result, ResolveConflict)
 			mustEqual(t, "run", b.run(c.run.ID).Status, RunFailed)
 			mustEqual(t, "invocation", b.invocation(c.run.ID, park.InvocationID).Status, InvocationDenied)
