@@ -65,7 +65,7 @@ func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocat
 		}
 		switch inv.Status {
 		case InvocationAuthorized, InvocationSucceeded, InvocationFailed, InvocationUncertain:
-			return s.resumeAgain(ctx, tx, run, inv, lease, in, now, &res)
+			return s.resumeAgain(ctx, tx, run, inv, lease, in, &res)
 		case InvocationDenied, InvocationCancelled:
 			d := engine.Denial(inv.ToolName, inv.ReasonCode, nil)
 			res.Result = &d
@@ -100,7 +100,7 @@ func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocat
 // authorized. The re-presented call must still be the approved one; only the
 // lease that authorized it, while nothing has been recorded yet, hears
 // "authorized" again.
-func (s *Service) resumeAgain(ctx context.Context, tx pgx.Tx, run Run, inv invocationRow, lease Lease, in ResumeInput, now time.Time, res *ResumeResult) error {
+func (s *Service) resumeAgain(ctx context.Context, tx pgx.Tx, run Run, inv invocationRow, lease Lease, in ResumeInput, res *ResumeResult) error {
 	a, err := approvalRepo{tx}.get(ctx, run.TenantID, inv.ApprovalID)
 	if err != nil {
 		return err
