@@ -32,6 +32,9 @@ func TestAPI(t *testing.T) {
 		{"ProposeParkResolveResume", testProposeParkResolveResume},
 		{"Gate09IdempotentResolution", testGate09IdempotentResolution},
 		{"Gate08DenialResultKeys", testGate08DenialResultKeys},
+		{"Gate08WorkerResponsesHideTheRule", testGate08WorkerResponsesHideTheRule},
+		{"Gate12RunReadCannotWrite", testGate12RunReadCannotWrite},
+		{"SchemaInvalidProposalIsADenial", testSchemaInvalidProposalIsADenial},
 		{"Expiry", testExpiry},
 		{"AgentWaitsForResolution", testAgentWaitsForResolution},
 		{"Cancellation", testCancellation},
@@ -349,6 +352,157 @@ func testGate08DenialResultKeys(t *testing.T, srv *server) {
 		}
 		if rc, _ := result["reason_code"].(string); !strings.HasPrefix(rc, c.reason) {
 			t.Errorf("%s: reason_code %q, want %s…", c.req.Name, rc, c.reason)
+		}
+	}
+}
+
+// hiddenKey returns the first of the keys found at any depth of v.
+func hiddenKey(v any, keys ...string) string {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, child := range x {
+			if slices.Contains(keys, k) {
+				return k
+			}
+			if found := hiddenKey(child, keys...); found != "" {
+				return found
+			}
+		}
+	case []any:
+		for _, child := range x {
+			if found := hiddenKey(child, keys...); found != "" {
+				return found
+			}
+		}
+	}
+	return ""
+}
+
+// testGate08WorkerResponsesHideTheRule drives a run through every
+// worker-facing route, allowed, denied, parked and resumed, and checks
+// that no response names the rule that fired: neither an explanation nor a
+// rule_id, at any depth.
+func testGate08WorkerResponsesHideTheRule(t *testing.T, srv *server) {
+	tok := srv.Token("alice")
+	base := srv.BaseURL + "/v1/runs"
+	do := func(what string, wantStatus int, method, url, body string) map[string]any {
+		t.Helper()
+		st, res := rawCall(t, method, url, tok, body)
+		if st != wantStatus {
+			t.Fatalf("%s: %d %v, want %d", what, st, res, wantStatus)
+		}
+		if k := hiddenKey(res, "explanation", "rule_id"); k != "" {
+			t.Errorf("%s: the response carries %q: %v", what, k, res)
+		}
+		return res
+	}
+	run := do("submit", http.StatusCreated, "POST", base, `{"session_id":"`+uuid.NewString()+`","agent_id":"a","agent_version":"1.0.0"}`)
+	id, _ := run["id"].(string)
+	lease := func(worker string) string {
+		claimed := do("claim", http.StatusOK, "POST", base+"/claim", `{"worker_id":"`+worker+`","lease_seconds":60,"run_id":"`+id+`"}`)
+		token, _ := claimed["fencing_token"].(float64)
+		return `"worker_id":"` + worker + `","fencing_token":` + jsonNumber(int64(token))
+	}
+	l := lease("w-gate08-a")
+	do("heartbeat", http.StatusOK, "POST", base+"/"+id+"/heartbeat", `{`+l+`,"lease_seconds":60}`)
+	do("get", http.StatusOK, "GET", base+"/"+id, "")
+	propose := func(what string, req engine.ActionRequest) map[string]any {
+		return do(what, http.StatusOK, "POST", base+"/"+id+"/actions", `{`+l+`,"action":`+mustJSON(t, req)+`}`)
+	}
+	allowed := propose("propose allowed", allowedAction())
+	propose("propose denied", engine.ActionRequest{ActionID: uuid.NewString(), Kind: engine.ActionToolCall, Name: "secrets.read", Summary: "s", StepNumber: 1, Arguments: map[string]any{"name": "prod-db"}, OriginTrust: engine.TrustUser})
+	propose("propose unclassifiable", engine.ActionRequest{ActionID: uuid.NewString(), Kind: engine.ActionToolCall, Name: "no.such.tool", Summary: "s", StepNumber: 1, Arguments: map[string]any{}, OriginTrust: engine.TrustUser})
+	req := parkingAction()
+	parked := propose("propose parked", req)
+	approval, _ := parked["approval_id"].(string)
+	inv, _ := parked["invocation_id"].(string)
+	if _, err := srv.Client("bob").Resolve(testContext(t), approval, engine.ResolutionApproveOnce, ""); err != nil {
+		t.Fatal(err)
+	}
+	l = lease("w-gate08-b")
+	resume := `{` + l + `,"arguments":` + mustJSON(t, req.Arguments) + `,"agent_version":"1.0.0"}`
+	do("resume", http.StatusOK, "POST", base+"/"+id+"/invocations/"+inv+"/resume", resume)
+	do("resume again", http.StatusOK, "POST", base+"/"+id+"/invocations/"+inv+"/resume", resume)
+	do("result", http.StatusOK, "POST", base+"/"+id+"/invocations/"+inv+"/result", `{`+l+`,"status":"succeeded"}`)
+	allowedInv, _ := allowed["invocation_id"].(string)
+	do("result of the allowed call", http.StatusOK, "POST", base+"/"+id+"/invocations/"+allowedInv+"/result", `{`+l+`,"status":"uncertain"}`)
+	do("complete", http.StatusOK, "POST", base+"/"+id+"/complete", `{`+l+`,"status":"completed"}`)
+}
+
+// testGate12RunReadCannotWrite: through the real routes, a principal
+// holding run.read (bob) reads a run of its tenant but cannot work it; the
+// run.write holder can. run.write does not imply run.read's sibling
+// rights, nor does run.read imply run.write.
+func testGate12RunReadCannotWrite(t *testing.T, srv *server) {
+	a := startRun(t, srv.Client("alice"), nil)
+	bob := srv.Token("bob")
+	runURL := srv.BaseURL + "/v1/runs/" + a.run.ID
+	if st, body := rawCall(t, "GET", runURL, bob, ""); st != http.StatusOK {
+		t.Fatalf("run.read reading the run: %d %v", st, body)
+	}
+	lease := `"worker_id":"` + a.lease.WorkerID + `","fencing_token":` + jsonNumber(a.lease.FencingToken)
+	writes := []struct{ path, body string }{
+		{"/heartbeat", `{` + lease + `,"lease_seconds":60}`},
+		{"/actions", `{` + lease + `,"action":` + mustJSON(t, allowedAction()) + `}`},
+		{"/complete", `{` + lease + `,"status":"completed"}`},
+	}
+	for _, w := range writes {
+		st, body := rawCall(t, "POST", runURL+w.path, bob, w.body)
+		if st != http.StatusForbidden || errorCode(body) != "missing_scope" || !strings.Contains(errorMessage(body), "run.write") {
+			t.Errorf("run.read POST %s: %d %v, want 403 missing_scope naming run.write", w.path, st, body)
+		}
+	}
+	if st, body := rawCall(t, "POST", srv.BaseURL+"/v1/runs/claim", bob, `{"worker_id":"w","lease_seconds":30}`); st != http.StatusForbidden {
+		t.Errorf("run.read claiming: %d %v", st, body)
+	}
+	// The run is untouched and alice's lease still works: run.write can.
+	st, body := rawCall(t, "POST", runURL+"/complete", srv.Token("alice"), `{`+lease+`,"status":"completed"}`)
+	if st != http.StatusOK || body["status"] != service.RunCompleted {
+		t.Fatalf("run.write completing: %d %v", st, body)
+	}
+}
+
+// testSchemaInvalidProposalIsADenial: a proposal the strict decoder refuses
+// for its shape, with a readable action_id on a run the worker holds, is
+// answered with the thin denial result and recorded (a retry answers the
+// same invocation); what cannot be keyed stays a 400.
+func testSchemaInvalidProposalIsADenial(t *testing.T, srv *server) {
+	a := startRun(t, srv.Client("alice"), nil)
+	tok := srv.Token("alice")
+	actions := srv.BaseURL + "/v1/runs/" + a.run.ID + "/actions"
+	lease := `"worker_id":"` + a.lease.WorkerID + `","fencing_token":` + jsonNumber(a.lease.FencingToken)
+	// Each case reads its own path: the breaker would end the run at the
+	// third identical denial.
+	proposal := func(id, path, fields string) string {
+		return `{` + lease + `,"action":{"action_id":"` + id + `","kind":"tool_call","name":"workspace.read_text","summary":"s","arguments":{"path":"` + path + `"},"argument_trust":{},"origin_trust":"user",` + fields + `}}`
+	}
+	for name, fields := range map[string]string{
+		"step_number past int32":    `"step_number":3000000000`,
+		"step_number fractional":    `"step_number":1.5`,
+		"target of the wrong type":  `"step_number":1,"target":"sandbox"`,
+		"a field not in the schema": `"step_number":1,"side_effect":"none"`,
+	} {
+		body := proposal(uuid.NewString(), name, fields)
+		st, res := rawCall(t, "POST", actions, tok, body)
+		result, _ := res["result"].(map[string]any)
+		if st != http.StatusOK || res["decision"] != "deny" || result["reason_code"] != engine.ReasonUnclassifiable {
+			t.Errorf("%s: %d %v, want 200 deny %s", name, st, res, engine.ReasonUnclassifiable)
+			continue
+		}
+		st, again := rawCall(t, "POST", actions, tok, body)
+		if st != http.StatusOK || again["invocation_id"] != res["invocation_id"] {
+			t.Errorf("%s retried: %d %v, want the recorded invocation %v", name, st, again, res["invocation_id"])
+		}
+	}
+	for name, body := range map[string]string{
+		"no usable action_id": proposal("x", "x", `"step_number":3000000000`),
+		"no action":           `{` + lease + `}`,
+		"duplicate key":       proposal(uuid.NewString(), "dup", `"step_number":1,"step_number":3000000000`),
+		"bad lease":           `{"worker_id":7,"fencing_token":1,"action":{"action_id":"` + uuid.NewString() + `","step_number":1.5}}`,
+		"not JSON":            `{` + lease + `,"action":{`,
+	} {
+		if st, res := rawCall(t, "POST", actions, tok, body); st != http.StatusBadRequest || errorCode(res) != "invalid_request" {
+			t.Errorf("%s: %d %v, want 400 invalid_request", name, st, res)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"gatehouse/engine"
 )
 
 // principalProfiles are the policy_profiles of the test principals: alice
@@ -82,9 +84,7 @@ func testStrictBodies(t *testing.T, srv *server) {
 		{"invalid UTF-8 in a resume", "POST", resume, agentTok, `{` + aLease + ",\"arguments\":{\"record\":\"42\",\"field\":\"status\",\"value\":\"pay \xfe\"},\"agent_version\":\"1.0.0\"}", "UTF-8"},
 		{"invalid UTF-8 in a key", "POST", srv.BaseURL + "/v1/runs", agentTok, "{\"session_id\":\"s\",\"\xc3\":1}", "UTF-8"},
 		{"lone surrogate", "POST", actions, agentTok, action("1", `{"record":"42","field":"status","value":"\ud800"}`), "surrogate"},
-		{"step_number 2^31", "POST", actions, agentTok, action("2147483648", args), "integer from"},
-		{"step_number -2^31-1", "POST", actions, agentTok, action("-2147483649", args), "integer from"},
-		{"step_number 1e3", "POST", actions, agentTok, action("1e3", args), "integer from"},
+		{"step_number 2^31 without a usable action_id", "POST", actions, agentTok, strings.Replace(action("2147483648", args), `"action_id":"`, `"action_id":"x`, 1), "integer from"},
 		{"fencing_token 2^63", "POST", srv.BaseURL + "/v1/runs/" + b.run.ID + "/heartbeat", agentTok, `{"worker_id":"w","fencing_token":9223372036854775808}`, "integer from"},
 		{"lease_seconds 2^63", "POST", srv.BaseURL + "/v1/runs/claim", agentTok, `{"worker_id":"w","lease_seconds":9223372036854775808}`, "integer from"},
 		{"lease_seconds 2^31", "POST", srv.BaseURL + "/v1/runs/claim", agentTok, `{"worker_id":"w","lease_seconds":2147483648}`, "lease_seconds"},
@@ -97,6 +97,18 @@ func testStrictBodies(t *testing.T, srv *server) {
 		st, body := rawCall(t, c.method, c.url, c.token, c.body)
 		if st != http.StatusBadRequest || errorCode(body) != "invalid_request" || !strings.Contains(errorMessage(body), c.msg) {
 			t.Errorf("%s: %d %v, want 400 invalid_request mentioning %q", c.name, st, body, c.msg)
+		}
+	}
+	// An out-of-range step_number on a proposal that can be keyed is the
+	// seed's schema failure: DENY policy.unclassifiable_action, recorded.
+	c := startRun(t, srv.Client("agent"), nil)
+	cLease := `"worker_id":"` + c.lease.WorkerID + `","fencing_token":` + jsonNumber(c.lease.FencingToken)
+	for _, n := range []string{"2147483648", "-2147483649", "1e3"} {
+		body := strings.Replace(action(n, args), lease, cLease, 1)
+		st, res := rawCall(t, "POST", srv.BaseURL+"/v1/runs/"+c.run.ID+"/actions", agentTok, body)
+		result, _ := res["result"].(map[string]any)
+		if st != http.StatusOK || res["decision"] != "deny" || result["reason_code"] != engine.ReasonUnclassifiable {
+			t.Errorf("step_number %s: %d %v, want 200 deny %s", n, st, res, engine.ReasonUnclassifiable)
 		}
 	}
 	// Nothing above authorized the resume or moved the approval.

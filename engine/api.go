@@ -173,7 +173,10 @@ type ResumeSnapshot struct {
 	Principal       Principal
 	Run             RunSnapshot
 	Ruleset         *LoadedRuleset
-	Now             time.Time
+	// Catalog is the operator's current tool catalog; nil skips the
+	// reclassification check.
+	Catalog *Catalog
+	Now     time.Time
 }
 
 // Revalidation void causes, also the label of the void metric.
@@ -183,6 +186,7 @@ const (
 	VoidAgentVersionChanged = "agent_version_changed"
 	VoidPolicyEscalated     = "policy_escalated"
 	VoidDeadlineExceeded    = "deadline_exceeded"
+	VoidToolReclassified    = "tool_reclassified"
 )
 
 // RevalidationOutcome says whether a resumed invocation may execute.

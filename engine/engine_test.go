@@ -390,12 +390,52 @@ func TestRevalidate(t *testing.T) {
 	deadline := now
 	r.Run.Deadline = &deadline
 	check("deadline", r, VoidDeadlineExceeded, ReasonApprovalExpired, false)
+	// The deadline outranks every other refusal.
+	r.ArgumentsHash, r.Ruleset = "other", other
+	check("deadline with changed arguments and policy", r, VoidDeadlineExceeded, ReasonApprovalExpired, false)
 	// A changed policy that still allows proceeds, with the re-evaluation.
 	same, _ := NewLoadedRuleset(testRuleset(t).Profile(), []byte("edited"), nil, []byte("hardline"))
 	r = base
 	r.Ruleset = same
 	if out := Revalidate(snap, r); !out.Authorized || out.Decision == nil || out.Decision.Decision != DecisionAllow {
 		t.Fatalf("policy changed but still allows: %+v", out)
+	}
+}
+
+// A tool the catalog reclassified since the approval is re-evaluated
+// under its current class, though the policy version is the same; a tool
+// the catalog dropped, or whose arguments it no longer declares, cannot be.
+func TestRevalidateReclassifiedTool(t *testing.T) {
+	t.Parallel()
+	rs := testRuleset(t)
+	a := action(SideEffectNone, map[string]any{"x": 1})
+	a.Version = "1"
+	snap := ApprovalSnapshot{ArgumentsHash: "h", AgentVersion: "1", PolicyVersion: rs.PolicyVersion(), Action: a}
+	catalog := func(se SideEffectClass, args ...string) *Catalog {
+		t.Helper()
+		c, err := NewCatalog([]ToolSpec{{Name: "t", Version: "1", SideEffect: se, Risk: RiskLow, Idempotency: IdempotencyReadOnly, Arguments: args}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	now := ResumeSnapshot{ArgumentsHash: "h", AgentVersion: "1", Ruleset: rs, Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	now.Catalog = catalog(SideEffectNone, "x")
+	if out := Revalidate(snap, now); !out.Authorized || out.Decision != nil {
+		t.Fatalf("unchanged classification: %+v", out)
+	}
+	// workspace_read is allowed only inside the workspace: x is no path.
+	now.Catalog = catalog(SideEffectWorkspaceRead, "x")
+	if out := Revalidate(snap, now); out.Authorized || out.Cause != VoidToolReclassified || out.ReasonCode != ReasonRevalidationEscalated {
+		t.Fatalf("reclassified to a class that denies: %+v", out)
+	}
+	now.Catalog = catalog(SideEffectNone, "y")
+	if out := Revalidate(snap, now); out.Authorized || out.ReasonCode != ReasonRevalidationEscalated {
+		t.Fatalf("argument no longer declared: %+v", out)
+	}
+	now.Catalog, _ = NewCatalog(nil)
+	if out := Revalidate(snap, now); out.Authorized || out.ReasonCode != ReasonRevalidationEscalated {
+		t.Fatalf("tool dropped: %+v", out)
 	}
 }
 

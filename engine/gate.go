@@ -68,18 +68,8 @@ func Gate(req ActionRequest, cat *Catalog, run RunSnapshot, p Principal, rs *Loa
 			return out
 		}
 	}
-	action.Version = spec.Version
-	action.Roles = spec.Roles
-	action.SideEffect = spec.SideEffect
-	action.Risk = spec.Risk
-	action.Idempotency = spec.Idempotency
-	action.RequiredScopes = spec.RequiredScopes
-	switch {
-	case spec.MCPServerID != "":
-		action.Target = ExecutionTarget{Kind: TargetMCPServer, ServerID: spec.MCPServerID}
-	case spec.Target != "":
-		action.Target = ExecutionTarget{Kind: spec.Target}
-	case compositionRootTarget(action.Target.Kind):
+	classify(&action, spec)
+	if spec.MCPServerID == "" && spec.Target == "" && compositionRootTarget(action.Target.Kind) {
 		// Provider and MCP targets are fixed by the catalog (the
 		// composition root); a request claiming one for a tool without a
 		// fixed target would buy itself constructed_provider_target.
@@ -113,6 +103,25 @@ func Gate(req ActionRequest, cat *Catalog, run RunSnapshot, p Principal, rs *Loa
 		out.EffectiveNormalized, out.EffectiveArgumentsHash = effective, effectiveHash
 	}
 	return out
+}
+
+// classify gives the action the catalog entry's classification: version,
+// argument roles, side effect, risk, idempotency, required scopes and, when
+// the catalog fixes one, the target. Gate and Reclassify share it, so a
+// resume compares exactly what a proposal would assign.
+func classify(action *ProposedAction, spec ToolSpec) {
+	action.Version = spec.Version
+	action.Roles = spec.Roles
+	action.SideEffect = spec.SideEffect
+	action.Risk = spec.Risk
+	action.Idempotency = spec.Idempotency
+	action.RequiredScopes = spec.RequiredScopes
+	switch {
+	case spec.MCPServerID != "":
+		action.Target = ExecutionTarget{Kind: TargetMCPServer, ServerID: spec.MCPServerID}
+	case spec.Target != "":
+		action.Target = ExecutionTarget{Kind: spec.Target}
+	}
 }
 
 // explainUnrepresentable is the explanation for arguments NormalizeArguments

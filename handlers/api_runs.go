@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -65,16 +66,69 @@ func (s *Server) runHeartbeat(c echo.Context) error {
 	return c.JSON(http.StatusOK, run)
 }
 
+// actionPropose answers a proposal. An action the strict decoder refuses
+// for its shape (a field of the wrong type or range, a field the schema
+// does not have) is still a proposal when its action_id and the lease can
+// be read: the seed answers it DENY policy.unclassifiable_action, recorded
+// so the model reads a denial and the circuit breaker counts it. Only a
+// body that cannot be read as a proposal at all stays a 400: not JSON,
+// bytes the strict decoder refuses (duplicate keys, invalid UTF-8, NUL), no
+// action, no usable action_id, a malformed lease.
 func (s *Server) actionPropose(c echo.Context) error {
-	var in api.ProposeRequest
-	if err := decodeJSON(c, &in); err != nil {
+	body, err := readBody(c)
+	if err != nil {
 		return err
 	}
-	res, err := s.cfg.Service.Propose(c.Request().Context(), principal(c), c.Param("id"), in.Lease, in.Action)
+	ctx, p, runID := c.Request().Context(), principal(c), c.Param("id")
+	var in api.ProposeRequest
+	var res service.ProposeResult
+	if decodeErr := decodeBody(body, &in); decodeErr != nil {
+		readable, ok := readableProposal(body)
+		if !ok {
+			return decodeErr
+		}
+		res, err = s.cfg.Service.ProposeUnreadable(ctx, p, runID, readable.Lease, readable.Action)
+	} else {
+		res, err = s.cfg.Service.Propose(ctx, p, runID, in.Lease, in.Action)
+	}
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, res)
+}
+
+// readableProposal reads what it can of a proposal the strict decoder
+// refused: the lease and the action's object strictly (so bytes the strict
+// decoder refuses never get through), then each action field on its own,
+// keeping those that decode. ok=false when there is nothing to key a
+// record on: no lease, no action object or no uuid action_id.
+func readableProposal(body []byte) (api.ProposeRequest, bool) {
+	var env struct {
+		service.Lease
+		Action json.RawMessage `json:"action"`
+	}
+	var fields map[string]json.RawMessage
+	var id string
+	if engine.DecodeStrict(body, &env) != nil || engine.DecodeStrict(env.Action, &fields) != nil ||
+		json.Unmarshal(fields["action_id"], &id) != nil || !engine.ValidUUID(id) {
+		return api.ProposeRequest{}, false
+	}
+	out := api.ProposeRequest{Lease: env.Lease}
+	for name, raw := range fields {
+		one, err := json.Marshal(map[string]json.RawMessage{name: raw})
+		if err != nil {
+			continue
+		}
+		// Probe first: a field that fails may leave part of itself set.
+		var probe engine.ActionRequest
+		if engine.DecodeStrict(one, &probe) == nil {
+			_ = engine.DecodeStrict(one, &out.Action)
+		}
+	}
+	if refuseNUL(&out, "json") != nil {
+		return api.ProposeRequest{}, false
+	}
+	return out, true
 }
 
 func (s *Server) invocationResume(c echo.Context) error {

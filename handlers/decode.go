@@ -24,10 +24,24 @@ const maxBody = 1 << 20
 // bodies over 1 MiB are 413, and a NUL character in any string (argument
 // keys and values included) is a 400 naming the field.
 func decodeJSON(c echo.Context, v any) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	return decodeBody(body, v)
+}
+
+// readBody reads the request body, at most maxBody bytes.
+func readBody(c echo.Context) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxBody))
 	if err != nil {
-		return decodeError(err)
+		return nil, decodeError(err)
 	}
+	return body, nil
+}
+
+// decodeBody is decodeJSON's decoding half.
+func decodeBody(body []byte, v any) error {
 	if err := engine.DecodeStrict(body, v); err != nil {
 		return decodeError(err)
 	}

@@ -130,6 +130,36 @@ type Invocation struct {
 	UpdatedAt               time.Time               `json:"updated_at"`
 }
 
+// WorkerDecision is a decision as the worker's routes show it. The
+// explanation and the rule id name the profile and the rule that fired: a
+// search gradient for a model reformulating until it gets through, so they
+// stay in the audit log and the console (seed: "Denial is a message to the
+// model").
+type WorkerDecision struct {
+	Decision      engine.PolicyDecisionType `json:"decision"`
+	ReasonCode    string                    `json:"reason_code"`
+	PolicyVersion string                    `json:"policy_version"`
+	SideEffect    engine.SideEffectClass    `json:"side_effect"`
+	Risk          engine.RiskLevel          `json:"risk"`
+}
+
+// WorkerInvocation is an invocation as the worker's routes return it: its
+// Decision shadows the full one in JSON.
+type WorkerInvocation struct {
+	Invocation
+	Decision WorkerDecision `json:"decision"`
+}
+
+// ForWorker is the invocation without what only the audit log and the
+// console may show.
+func (i Invocation) ForWorker() WorkerInvocation {
+	d := i.Decision
+	return WorkerInvocation{Invocation: i, Decision: WorkerDecision{
+		Decision: d.Decision, ReasonCode: d.ReasonCode, PolicyVersion: d.PolicyVersion,
+		SideEffect: d.SideEffect, Risk: d.Risk,
+	}}
+}
+
 // ProposeResult is the answer to a proposal. Result is the denial tool
 // result on deny; EffectiveArguments are set on allow_with_modifications.
 type ProposeResult struct {

@@ -34,10 +34,32 @@ const circuitBreakerThreshold = 3
 //     left WAITING_FOR_APPROVAL with its lease released;
 //   - a repeat of the same action_id returns the stored outcome, a different
 //     argument hash for it is ErrConflict;
-//   - a stale lease is ErrStaleLease, another tenant's run ErrNotFound.
+//   - a request that fails schema validation (a bad kind, trust label,
+//     step_number, a missing name or summary) is not an error: the engine
+//     denies it policy.unclassifiable_action and it is recorded like any
+//     denial, so the model reads a denial and the breaker counts it;
+//   - past the run's deadline: denied approval.expired and the run failed
+//     (deadline_exceeded), before any other decision;
+//   - a stale lease is ErrStaleLease, another tenant's run ErrNotFound; an
+//     action_id that is not a uuid (nothing to key the record on) is
+//     ErrInvalid.
 func (s *Service) Propose(ctx context.Context, p engine.Principal, runID string, lease Lease, req engine.ActionRequest) (ProposeResult, error) {
-	if err := validateRequest(req); err != nil {
-		return ProposeResult{}, err
+	return s.proposeRequest(ctx, p, runID, lease, req, false)
+}
+
+// ProposeUnreadable records a proposal whose action the API could not
+// decode (a field of the wrong type or range, a field the schema does not
+// have) as denied policy.unclassifiable_action, keyed on its action_id like
+// any proposal: the model gets the denial result, a retry gets the stored
+// answer, and the breaker counts it. req carries only the fields that could
+// be read; the rest is never evaluated.
+func (s *Service) ProposeUnreadable(ctx context.Context, p engine.Principal, runID string, lease Lease, req engine.ActionRequest) (ProposeResult, error) {
+	return s.proposeRequest(ctx, p, runID, lease, req, true)
+}
+
+func (s *Service) proposeRequest(ctx context.Context, p engine.Principal, runID string, lease Lease, req engine.ActionRequest, unreadable bool) (ProposeResult, error) {
+	if !engine.ValidUUID(req.ActionID) {
+		return ProposeResult{}, &InvalidError{Msg: "action.action_id must be a uuid"}
 	}
 	now := s.now()
 	var res ProposeResult
@@ -58,7 +80,7 @@ func (s *Service) Propose(ctx context.Context, p engine.Principal, runID string,
 		if res, err = s.storedProposal(ctx, tx, run, lease, req); !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		res, err = s.propose(ctx, tx, after, run, lease, req, now)
+		res, err = s.propose(ctx, tx, after, run, lease, req, unreadable, now)
 		return err
 	})
 	if err != nil {
@@ -74,27 +96,6 @@ func (s *Service) Propose(ctx context.Context, p engine.Principal, runID string,
 
 func retriedAfterPark(run Run, lease Lease) bool {
 	return run.Status == RunWaitingForApproval && run.WorkerID == lease.WorkerID && run.FencingToken == lease.FencingToken
-}
-
-func validateRequest(req engine.ActionRequest) error {
-	switch {
-	case !engine.ValidUUID(req.ActionID):
-		return &InvalidError{Msg: "action.action_id must be a uuid"}
-	case req.Name == "" || len(req.Name) > maxIDLength:
-		return &InvalidError{Msg: "action.name is required (at most 200 characters)"}
-	case req.Kind != "" && !req.Kind.Valid():
-		return &InvalidError{Msg: "action.kind is not an action kind"}
-	case req.OriginTrust != "" && !req.OriginTrust.Valid():
-		return &InvalidError{Msg: "action.origin_trust is not a trust level"}
-	case req.StepNumber < 0:
-		return &InvalidError{Msg: "action.step_number must not be negative"}
-	}
-	for k, t := range req.ArgumentTrust {
-		if !t.Valid() || len(k) > maxIDLength {
-			return &InvalidError{Msg: "action.argument_trust holds an unknown trust level"}
-		}
-	}
-	return nil
 }
 
 // storedProposal answers a repeated action_id from the record; ErrNotFound
@@ -156,16 +157,19 @@ func missingFrom(a engine.ProposedAction, run Run) []string {
 }
 
 // propose decides a new action and persists the outcome.
-func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, lease Lease, req engine.ActionRequest, now time.Time) (ProposeResult, error) {
+func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, lease Lease, req engine.ActionRequest, unreadable bool, now time.Time) (ProposeResult, error) {
 	rs, ok := s.ruleset(run.PolicyProfile)
 	var out engine.GateOutcome
-	if ok {
+	switch {
+	case unreadable:
+		out = unclassifiable(req, "request failed validation: the action does not match the schema")
+	case ok:
 		// The principal the engine sees is the run's stamp, never the
 		// caller's or the principal's current scopes (gate 13).
 		out = engine.Gate(req, s.cfg.Policy.Catalog(), run.snapshot(), run.stampPrincipal(), rs, now)
-	} else {
+	default:
 		// The run's profile is no longer loaded: nothing can classify it.
-		out = unclassifiable(req)
+		out = unclassifiable(req, "the run's policy profile is not loaded")
 	}
 	if out.Action.NormalizedArgumentsHash == "" {
 		// Best effort for the record: unrepresentable arguments stay
@@ -176,6 +180,11 @@ func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, ru
 	}
 	inv := newInvocation{id: newID(), runID: run.ID, tenantID: run.TenantID, req: req, out: out, now: now}
 	res := ProposeResult{Decision: out.Decision.Decision, InvocationID: inv.id, RunStatus: run.Status}
+	if run.pastDeadline(now) {
+		// The run is over: no decision the engine reached may start
+		// anything now.
+		return s.denyPastDeadline(ctx, tx, after, run, inv)
+	}
 	switch out.Decision.Decision {
 	case engine.DecisionAllow, engine.DecisionAllowWithModifications:
 		inv.status = InvocationProposed
@@ -195,10 +204,13 @@ func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, ru
 	}
 }
 
-func unclassifiable(req engine.ActionRequest) engine.GateOutcome {
+// unclassifiable denies req without evaluating it; explanation is for the
+// audit record only.
+func unclassifiable(req engine.ActionRequest, explanation string) engine.GateOutcome {
 	return engine.GateOutcome{
-		Action:   engine.ProposedAction{Kind: req.Kind, ActionID: req.ActionID, Name: req.Name, OriginTrust: req.OriginTrust},
-		Decision: engine.PolicyDecision{Decision: engine.DecisionDeny, ReasonCode: engine.ReasonUnclassifiable, Layer: engine.LayerValidation},
+		Action: engine.ProposedAction{Kind: req.Kind, ActionID: req.ActionID, Name: req.Name, OriginTrust: req.OriginTrust},
+		Decision: engine.PolicyDecision{Decision: engine.DecisionDeny, ReasonCode: engine.ReasonUnclassifiable,
+			Layer: engine.LayerValidation, Explanation: explanation},
 	}
 }
 
@@ -242,21 +254,35 @@ func (s *Service) deny(ctx context.Context, tx pgx.Tx, after *afterCommit, run R
 		return res, err
 	}
 	after.add(func() { s.metrics.Denied(reason) })
+	failed, tripped, err := s.countDenial(ctx, tx, after, row, reason, inv.now)
+	if tripped {
+		res.RunStatus = failed.Status
+	}
+	return res, err
+}
+
+// countDenial is the repeated-denial circuit breaker, applied to every
+// denied invocation whatever denied it (the engine, a human, revalidation):
+// the third denied proposal in a run with the same (name, normalized
+// arguments hash, reason code) fails the run tool_policy_denied. A human's
+// denial finds the run parked or re-queued (a run has at most one pending
+// approval: parking releases the lease), hence the three states it may
+// fail from. tripped reports whether this denial failed the run.
+func (s *Service) countDenial(ctx context.Context, tx pgx.Tx, after *afterCommit, inv invocationRow, reason string, now time.Time) (Run, bool, error) {
 	var n int
-	if err := tx.QueryRow(ctx, invocationCountDenials, run.ID, row.ToolName, row.NormalizedArgumentsHash, reason).Scan(&n); err != nil {
-		return res, fmt.Errorf("count denials: %w", err)
+	if err := tx.QueryRow(ctx, invocationCountDenials, inv.RunID, inv.ToolName, inv.NormalizedArgumentsHash, reason).Scan(&n); err != nil {
+		return Run{}, false, fmt.Errorf("count denials: %w", err)
 	}
 	if n < circuitBreakerThreshold {
-		return res, nil
+		return Run{}, false, nil
 	}
-	failed, ok, err := failRun(ctx, tx, run.ID, []string{RunRunning}, failureCircuitBreaker, inv.now)
+	failed, ok, err := failRun(ctx, tx, inv.RunID, []string{RunRunning, RunQueued, RunWaitingForApproval}, failureCircuitBreaker, now)
 	if err != nil || !ok {
-		return res, err
+		return failed, false, err
 	}
-	res.RunStatus = failed.Status
 	after.add(s.metrics.CircuitBreakerTripped)
-	return res, insertEvent(ctx, tx, run.TenantID, run.ID, EventCircuitBreakerTipped, inv.now, map[string]any{
-		"tool_name": row.ToolName, "reason_code": reason, "denials": n,
+	return failed, true, insertEvent(ctx, tx, inv.TenantID, inv.RunID, EventCircuitBreakerTipped, now, map[string]any{
+		"tool_name": inv.ToolName, "reason_code": reason, "denials": n,
 	})
 }
 
@@ -281,10 +307,6 @@ const (
 // reclaimable; after commit the run is correctly parked.
 func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv newInvocation, rs *engine.LoadedRuleset) (ProposeResult, error) {
 	now := inv.now
-	if run.Deadline != nil && !now.Before(*run.Deadline) {
-		// An already-expired run fails instead of entering an approval wait.
-		return s.denyPastDeadline(ctx, tx, after, run, inv)
-	}
 	a := inv.out.Action
 	approvalID := newID()
 	inv.status, inv.approvalID = InvocationWaitingForApproval, approvalID
@@ -387,12 +409,17 @@ func (s *Service) step(n int) error {
 	return s.failAfterStep(n)
 }
 
-// denyPastDeadline denies an action that would need approval after the
-// run's deadline, writes action.denied and fails the run
+// denyPastDeadline denies an action proposed after the run's deadline,
+// whatever the engine decided, writes action.denied and fails the run
 // (deadline_exceeded).
 func (s *Service) denyPastDeadline(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv newInvocation) (ProposeResult, error) {
 	inv.status = InvocationDenied
-	inv.out.Decision.Decision, inv.out.Decision.ReasonCode = engine.DecisionDeny, engine.ReasonApprovalExpired
+	d := inv.out.Decision
+	inv.out.Decision = engine.PolicyDecision{
+		Decision: engine.DecisionDeny, ReasonCode: engine.ReasonApprovalExpired, PolicyVersion: d.PolicyVersion,
+		Explanation: "the run's deadline has passed", SideEffect: d.SideEffect, Risk: d.Risk,
+	}
+	inv.out.EffectiveArguments, inv.out.EffectiveNormalized, inv.out.EffectiveArgumentsHash = nil, nil, ""
 	row, err := insertInvocation(ctx, tx, inv)
 	if err != nil {
 		return ProposeResult{}, err
@@ -408,6 +435,6 @@ func (s *Service) denyPastDeadline(ctx context.Context, tx pgx.Tx, after *afterC
 		return ProposeResult{}, err
 	}
 	after.add(func() { s.metrics.Denied(engine.ReasonApprovalExpired) })
-	d := engine.Denial(row.ToolName, engine.ReasonApprovalExpired, nil)
-	return ProposeResult{Decision: engine.DecisionDeny, InvocationID: row.ID, RunStatus: failed.Status, Result: &d}, nil
+	denial := engine.Denial(row.ToolName, engine.ReasonApprovalExpired, nil)
+	return ProposeResult{Decision: engine.DecisionDeny, InvocationID: row.ID, RunStatus: failed.Status, Result: &denial}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"gatehouse/engine"
 )
@@ -77,10 +78,88 @@ func TestGate06Revalidation(t *testing.T) {
 			if !tc.authorized && (rr.Result == nil || rr.Result.ReasonCode != engine.ReasonRevalidationEscalated) {
 				t.Fatalf("result = %+v", rr.Result)
 			}
+			// Proceeding is more than a flag: the invocation is AUTHORIZED
+			// under this lease, action.authorized is written, and the
+			// approval cannot be spent a second time.
+			want, wantEvents := InvocationDenied, 0
+			if tc.authorized {
+				want, wantEvents = InvocationAuthorized, 1
+			}
+			mustEqual(t, "status in the answer", rr.InvocationStatus, want)
+			mustEqual(t, "stored status", b.invocation(c.run.ID, park.InvocationID).Status, want)
+			mustEqual(t, "action.authorized events", b.countEvents(c.run.ID, EventActionAuthorized), wantEvents)
 			mustEqual(t, "approval.invalidated events", b.countEvents(c.run.ID, EventApprovalInvalidated), 0)
 			mustEqual(t, "revalidated version", b.approval(park.ApprovalID).RevalidatedPolicyVersion, next.PolicyVersion())
+			if tc.authorized {
+				b.clock.Advance(61 * time.Second)
+				c2 := b.claim(c.run.ID)
+				again, err := restarted.Resume(b.ctx, b.owner, c.run.ID, park.InvocationID, c2.lease, in)
+				if err != nil || again.Authorized {
+					t.Fatalf("the approval authorized a second lease: %+v %v", again, err)
+				}
+			}
 		})
 	}
+	// A revalidation cause combined with a passed deadline: the deadline
+	// wins, the run fails deadline_exceeded and nothing is voided.
+	for _, tc := range voids {
+		t.Run("past deadline and "+tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			c, park, in := approvedNearDeadline(b)
+			tc.change(b, &in)
+			rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, park.InvocationID, c.lease, in)
+			if err != nil || rr.Authorized || rr.Result == nil || rr.Result.ReasonCode != engine.ReasonApprovalExpired {
+				t.Fatalf("resume: %+v %v", rr, err)
+			}
+			mustEqual(t, "run", b.run(c.run.ID).FailureReason, failureDeadlineExceeded)
+			mustEqual(t, "approval.invalidated events", b.countEvents(c.run.ID, EventApprovalInvalidated), 0)
+		})
+	}
+	// A passed deadline with a profile that is no longer loaded: still the
+	// deadline; a missing profile alone is a denial the model can retry.
+	t.Run("past deadline and profile not loaded", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		c, park, in := approvedNearDeadline(b)
+		// The operator dropped the run's profile from this process.
+		if _, err := b.pool.Exec(b.ctx, `UPDATE runs SET policy_profile = 'gone' WHERE id = $1`, c.run.ID); err != nil {
+			t.Fatal(err)
+		}
+		rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, park.InvocationID, c.lease, in)
+		if err != nil || rr.Authorized || rr.Result == nil || rr.Result.ReasonCode != engine.ReasonApprovalExpired {
+			t.Fatalf("resume: %+v %v", rr, err)
+		}
+		mustEqual(t, "run", b.run(c.run.ID).FailureReason, failureDeadlineExceeded)
+	})
+	t.Run("profile not loaded", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		c, park, in := approvedAndReclaimed(b)
+		if _, err := b.pool.Exec(b.ctx, `UPDATE runs SET policy_profile = 'gone' WHERE id = $1`, c.run.ID); err != nil {
+			t.Fatal(err)
+		}
+		rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, park.InvocationID, c.lease, in)
+		if err != nil || rr.Authorized || rr.Result == nil || rr.Result.ReasonCode != engine.ReasonRevalidationEscalated {
+			t.Fatalf("resume: %+v %v", rr, err)
+		}
+		mustEqual(t, "run", b.run(c.run.ID).Status, RunRunning)
+	})
+}
+
+// approvedNearDeadline is approvedAndReclaimed on a run with a deadline,
+// with the clock moved past the deadline but inside the new lease.
+func approvedNearDeadline(b *bundle) (claimed, ProposeResult, ResumeInput) {
+	b.t.Helper()
+	deadline := b.clock.Now().Add(10 * time.Minute)
+	c := b.claim(b.submit(b.owner, &deadline).ID)
+	req := action("http.post", map[string]any{"url": "https://example.com/hook", "body": "x"})
+	park := b.parked(c, req)
+	b.clock.Advance(9*time.Minute + 30*time.Second)
+	b.resolve(park.ApprovalID, engine.ResolutionApproveOnce)
+	c = b.claim(c.run.ID)
+	b.clock.Advance(40 * time.Second)
+	return c, park, ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"}
 }
 
 // approvedAndReclaimed parks an http.post, approves it and reclaims the

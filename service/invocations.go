@@ -201,10 +201,10 @@ func denyWaitingInvocation(ctx context.Context, db DBTX, id, reasonCode string, 
 }
 
 // RecordResult records the outcome of an authorized invocation: succeeded,
-// failed or uncertain. Outcomes: recorded; the same status again returns the
+// failed or uncertain, and returns it as the worker may see it. Outcomes: recorded; the same status again returns the
 // stored invocation; any other state -> ErrConflict; a stale lease ->
 // ErrStaleLease; no such run or invocation in the tenant -> ErrNotFound.
-func (s *Service) RecordResult(ctx context.Context, p engine.Principal, runID, invocationID string, lease Lease, status string) (Invocation, error) {
+func (s *Service) RecordResult(ctx context.Context, p engine.Principal, runID, invocationID string, lease Lease, status string) (WorkerInvocation, error) {
 	var to string
 	switch strings.ToLower(status) {
 	case "succeeded":
@@ -214,7 +214,7 @@ func (s *Service) RecordResult(ctx context.Context, p engine.Principal, runID, i
 	case "uncertain":
 		to = InvocationUncertain
 	default:
-		return Invocation{}, &InvalidError{Msg: "status must be succeeded, failed or uncertain"}
+		return WorkerInvocation{}, &InvalidError{Msg: "status must be succeeded, failed or uncertain"}
 	}
 	now := s.now()
 	var inv invocationRow
@@ -242,9 +242,9 @@ func (s *Service) RecordResult(ctx context.Context, p engine.Principal, runID, i
 		})
 	})
 	if err != nil {
-		return Invocation{}, fmt.Errorf("service: record result: %w", err)
+		return WorkerInvocation{}, fmt.Errorf("service: record result: %w", err)
 	}
-	return inv.Invocation, nil
+	return inv.ForWorker(), nil
 }
 
 // ListInvocations lists a run's invocations in proposal order; another

@@ -96,3 +96,26 @@ func TestMetricsReportTheSeedsCounts(t *testing.T) {
 	}
 	expect("void", "void arguments_changed", "denied approval.invalidated")
 }
+
+// A cancellation is not a denial: cancelling a parked run reports the
+// approval resolved "cancelled" and nothing in the denial rate.
+func TestCancellationStaysOutOfTheDenialMetric(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rec := &recorder{}
+	svc, err := New(b.ctx, Config{Pool: b.pool, Policy: b.policy, Principals: b.dir, Now: b.clock.Now, ReplicaID: "test", Metrics: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.svc = svc
+	c := b.started()
+	b.parked(c, action("email.send", map[string]any{"to": "a@example.com"}))
+	rec.take()
+	b.clock.Advance(time.Minute)
+	if _, err := b.svc.CancelRun(b.ctx, b.owner, c.run.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rec.take(), []string{"resolved cancelled 1m0s"}; !slices.Equal(got, want) {
+		t.Fatalf("metrics %q, want %q", got, want)
+	}
+}

@@ -203,3 +203,54 @@ func TestCrashOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestRaceReaperVsResolveAroundExpiry races a resolver and the reaper while
+// a third goroutine moves the clock across expires_at, so either side may
+// act first on either side of the boundary. Whoever wins, the approval is
+// resolved exactly once, approved only by a resolution made before its
+// expiry and expired only at or after it.
+func TestRaceReaperVsResolveAroundExpiry(t *testing.T) {
+	b := setup(t, withEpoch(reaperEpoch))
+	outcomes := map[engine.ApprovalStatus]int{}
+	for i := range raceIterations {
+		c := b.started()
+		park := b.parked(c, action("email.send", map[string]any{"to": "x@example.com"}))
+		exp := b.approval(park.ApprovalID).ExpiresAt
+		b.clock.Advance(exp.Sub(b.clock.Now()) - time.Microsecond)
+		var out ResolveOutcome
+		var rerr, xerr error
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		wg.Go(func() {
+			<-start
+			out, rerr = b.svc.ResolveApproval(b.ctx, b.human, park.ApprovalID, engine.ResolutionApproveOnce, "")
+		})
+		wg.Go(func() { <-start; _, xerr = b.svc.ExpireDue(b.ctx, 10) })
+		wg.Go(func() { <-start; b.clock.Advance(time.Duration(i%3) * time.Microsecond) })
+		close(start)
+		wg.Wait()
+		if rerr != nil || xerr != nil {
+			t.Fatalf("iteration %d: resolve %v, reap %v", i, rerr, xerr)
+		}
+		a := b.approval(park.ApprovalID)
+		switch a.Status {
+		case engine.ApprovalApproved:
+			if out.Result != ResolveApplied || a.ResolvedAt == nil || !a.ResolvedAt.Before(a.ExpiresAt) {
+				t.Fatalf("iteration %d: approved by %s at %v, expiry %v", i, out.Result, a.ResolvedAt, a.ExpiresAt)
+			}
+			mustEqual(t, "run", b.run(c.run.ID).Status, RunQueued)
+		case engine.ApprovalExpired:
+			if a.ResolvedAt == nil || a.ResolvedAt.Before(a.ExpiresAt) {
+				t.Fatalf("iteration %d: expired at %v, before its expiry %v", i, a.ResolvedAt, a.ExpiresAt)
+			}
+			mustEqual(t, "resolver's answer", out.Result, ResolveConflict)
+			mustEqual(t, "run", b.run(c.run.ID).Status, RunFailed)
+			mustEqual(t, "invocation", b.invocation(c.run.ID, park.InvocationID).Status, InvocationDenied)
+		default:
+			t.Fatalf("iteration %d: approval %s", i, a.Status)
+		}
+		mustEqual(t, "approval.resolved events", b.countEvents(c.run.ID, EventApprovalResolved), 1)
+		outcomes[a.Status]++
+	}
+	t.Logf("outcomes: %v", outcomes)
+}

@@ -26,8 +26,9 @@ const maxReasonLength = 2000
 //     DENIED, approval.resolved "expired", run failed approval.expired),
 //     and the conflict carries the expired approval: never authorized;
 //   - ErrNotFound: no such approval in the tenant (never ErrForbidden);
-//   - ErrForbidden: p lacks approval.resolve, or the profile requires a
-//     distinct resolver and p started the run;
+//   - ErrForbidden: p lacks approval.resolve, or p approves a run it
+//     started under a profile that requires a distinct resolver (denying
+//     one's own action is always allowed);
 //   - ErrConflict: an approval of a run whose profile is not loaded here
 //     (the resolver rule cannot be checked; deny is still accepted);
 //   - ErrInvalid: approve_for_task (no task grants in 0.1) or an unknown
@@ -91,15 +92,19 @@ func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id st
 
 // checkResolver applies the run profile's distinct-resolver rule: a
 // principal may not approve a run it started when the profile forbids it.
-// A run whose profile this process has not loaded cannot be checked, so it
-// cannot be approved here (ErrConflict); denying needs no rule and stays
-// possible.
+// The rule exists against self-approval, so a deny is never checked: no
+// one is stopped from refusing their own action. A run whose profile this
+// process has not loaded cannot be checked, so it cannot be approved here
+// (ErrConflict).
 func (s *Service) checkResolver(p engine.Principal, run Run, resolution engine.ApprovalResolutionType) error {
+	if resolution == engine.ResolutionDeny {
+		return nil
+	}
 	rs, ok := s.ruleset(run.PolicyProfile)
 	switch {
-	case !ok && resolution != engine.ResolutionDeny:
+	case !ok:
 		return fmt.Errorf("run profile %q is not loaded, so its resolver rule cannot be checked: %w", run.PolicyProfile, ErrConflict)
-	case ok && rs.RequireDistinctResolver() && p.ID == run.PrincipalID:
+	case rs.RequireDistinctResolver() && p.ID == run.PrincipalID:
 		return ErrForbidden
 	}
 	return nil
@@ -113,21 +118,27 @@ func (s *Service) settle(ctx context.Context, tx pgx.Tx, after *afterCommit, a a
 		return err
 	}
 	resumable := ""
-	if found {
-		if a.Status == engine.ApprovalDenied {
-			if err := denyWaitingInvocation(ctx, tx, inv.ID, engine.ReasonApprovalDenied, now); err != nil {
-				return err
-			}
-			after.add(func() { s.metrics.Denied(engine.ReasonApprovalDenied) })
-		} else {
-			resumable = inv.ID
+	denied := found && a.Status == engine.ApprovalDenied
+	if denied {
+		if err := denyWaitingInvocation(ctx, tx, inv.ID, engine.ReasonApprovalDenied, now); err != nil {
+			return err
 		}
+		after.add(func() { s.metrics.Denied(engine.ReasonApprovalDenied) })
+	} else if found {
+		resumable = inv.ID
 	}
 	if err := recordSettled(ctx, tx, a, resumable, now); err != nil {
 		return err
 	}
 	if _, _, err := requeueIfSettled(ctx, tx, a.RunID, now); err != nil {
 		return err
+	}
+	if denied {
+		// A human's denial counts toward the breaker like any other: a
+		// model re-proposing what a human refused must not ask forever.
+		if _, _, err := s.countDenial(ctx, tx, after, inv, engine.ReasonApprovalDenied, now); err != nil {
+			return err
+		}
 	}
 	if err := notify(ctx, tx, a.TenantID); err != nil {
 		return err

@@ -11,22 +11,27 @@ import (
 )
 
 // Resume decides whether an invocation that waited for approval may execute
-// now. The worker re-presents the arguments and its agent version; the
-// approval must be approved, and revalidation (seed step 8) compares the
-// request with now: the argument hash, the run principal's CURRENT scopes,
-// the agent version (any change voids the approval: approval.invalidated)
-// and the policy version (re-evaluated; anything but allow is denied
-// policy.revalidation.escalated); past the run deadline the run fails
-// (deadline_exceeded). An approval authorizes exactly one execution.
-// Outcomes, each with the invocation's status and idempotency class:
+// now. Past the run deadline the run fails (deadline_exceeded) before
+// anything else is looked at. Otherwise the worker re-presents the arguments
+// and its agent version; the approval must be approved, and revalidation
+// (seed step 8) compares the request with now: the argument hash, the run
+// principal's CURRENT scopes, the agent version (any change voids the
+// approval: approval.invalidated), the policy version and the tool's
+// catalog classification (either changed: re-evaluated; anything but allow
+// is denied policy.revalidation.escalated). A run whose profile is no longer
+// loaded cannot be re-evaluated: denied policy.revalidation.escalated, which
+// the model may retry as a new proposal. An approval authorizes exactly one
+// execution. Outcomes, each with the invocation's status and idempotency
+// class:
 //   - authorized through authorize (the approval is consumed, the lease
 //     recorded);
 //   - a repeat by the lease that authorized it, while the invocation is
 //     still AUTHORIZED, with the same arguments, scopes and agent version:
 //     authorized again (an idempotent replay; nothing is written);
 //   - a repeat whose arguments, scopes or agent version changed: not
-//     authorized, denial result approval.invalidated and an
-//     approval.invalidated event; the invocation is left as it is;
+//     authorized, denial result approval.invalidated; the invocation is
+//     left as it is and no event is written (the approval was already
+//     consumed: nothing is voided);
 //   - a repeat by another lease (a reclaimed run) or after a result was
 //     recorded: not authorized and no denial result; the runtime applies
 //     crash recovery by invocation_status and idempotency_class;
@@ -51,9 +56,16 @@ func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocat
 			return fmt.Errorf("invocation did not wait for approval: %w", ErrConflict)
 		}
 		res = ResumeResult{InvocationID: inv.ID, RunStatus: run.Status, InvocationStatus: inv.Status, IdempotencyClass: inv.Idempotency}
+		if run.pastDeadline(now) {
+			// The deadline outranks every other refusal: whatever the
+			// resume would have found, the run is over.
+			return s.refuse(ctx, tx, after, run, inv, approvalRow{}, engine.RevalidationOutcome{
+				Cause: engine.VoidDeadlineExceeded, ReasonCode: engine.ReasonApprovalExpired,
+			}, now, &res)
+		}
 		switch inv.Status {
 		case InvocationAuthorized, InvocationSucceeded, InvocationFailed, InvocationUncertain:
-			return s.resumeAgain(ctx, tx, run, inv, lease, in, now, &res)
+			return s.resumeAgain(ctx, tx, run, inv, lease, in, &res)
 		case InvocationDenied, InvocationCancelled:
 			d := engine.Denial(inv.ToolName, inv.ReasonCode, nil)
 			res.Result = &d
@@ -88,7 +100,7 @@ func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocat
 // authorized. The re-presented call must still be the approved one; only the
 // lease that authorized it, while nothing has been recorded yet, hears
 // "authorized" again.
-func (s *Service) resumeAgain(ctx context.Context, tx pgx.Tx, run Run, inv invocationRow, lease Lease, in ResumeInput, now time.Time, res *ResumeResult) error {
+func (s *Service) resumeAgain(ctx context.Context, tx pgx.Tx, run Run, inv invocationRow, lease Lease, in ResumeInput, res *ResumeResult) error {
 	a, err := approvalRepo{tx}.get(ctx, run.TenantID, inv.ApprovalID)
 	if err != nil {
 		return err
@@ -99,11 +111,11 @@ func (s *Service) resumeAgain(ctx context.Context, tx pgx.Tx, run Run, inv invoc
 		ArgumentsHash: hash, PrincipalScopes: current.Scopes, AgentVersion: in.AgentVersion,
 	})
 	if cause != "" {
+		// Not authorized, but nothing is voided: the approval was
+		// consumed by the first resume. No approval.invalidated.
 		d := engine.Denial(inv.ToolName, engine.ReasonApprovalInvalidated, nil)
 		res.Result = &d
-		return insertEvent(ctx, tx, run.TenantID, run.ID, EventApprovalInvalidated, now, map[string]any{
-			"approval_id": a.ID, "invocation_id": inv.ID, "cause": cause, "invocation_status": inv.Status,
-		})
+		return nil
 	}
 	res.Authorized = inv.authorizedTo(lease)
 	return nil
@@ -121,20 +133,25 @@ func (a approvalRow) snapshot(inv invocationRow) engine.ApprovalSnapshot {
 // revalidate is seed step 8 for an approved invocation.
 func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv invocationRow, a approvalRow, lease Lease, in ResumeInput, now time.Time, res *ResumeResult) error {
 	current := s.currentPrincipal(run.TenantID, run.PrincipalID, run.PrincipalScopes)
+	if _, err := execRun(ctx, tx, "checkpoint", runCheckpointResumed, run.ID, inv.ID, now); err != nil {
+		return err
+	}
 	rs, ok := s.ruleset(run.PolicyProfile)
 	if !ok {
-		return fmt.Errorf("run profile %q is not loaded: %w", run.PolicyProfile, ErrConflict)
+		// Nothing here can re-evaluate the approval. Refusing with a
+		// conflict would leave the run paused with no way out; a denial
+		// the model can answer with a new proposal is the seed's choice.
+		return s.refuse(ctx, tx, after, run, inv, a, engine.RevalidationOutcome{
+			Cause: causeProfileNotLoaded, ReasonCode: engine.ReasonRevalidationEscalated,
+		}, now, res)
 	}
 	hash := argumentsHash(in.Arguments)
 	outcome := engine.Revalidate(a.snapshot(inv), engine.ResumeSnapshot{
 		ArgumentsHash: hash, PrincipalScopes: current.Scopes, AgentVersion: in.AgentVersion,
-		Principal: current, Run: run.snapshot(), Ruleset: rs, Now: now,
+		Principal: current, Run: run.snapshot(), Ruleset: rs, Catalog: s.cfg.Policy.Catalog(), Now: now,
 	})
 	if _, err := tx.Exec(ctx, approvalSetRevalidated, a.ID, rs.PolicyVersion()); err != nil {
 		return fmt.Errorf("record revalidation: %w", err)
-	}
-	if _, err := execRun(ctx, tx, "checkpoint", runCheckpointResumed, run.ID, inv.ID, now); err != nil {
-		return err
 	}
 	if outcome.Authorized {
 		row, err := s.authorize(ctx, tx, inv, lease, now)
@@ -144,38 +161,36 @@ func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, after *afterCommit,
 	return s.refuse(ctx, tx, after, run, inv, a, outcome, now, res)
 }
 
-// causeApprovedAfterExpiry is the refusal cause of an approval resolved at
-// or past its expires_at.
-const causeApprovedAfterExpiry = "approved_after_expiry"
+// Refusal causes of the service's own, beside the engine's Void* causes.
+const (
+	// causeApprovedAfterExpiry: an approval resolved at or past its
+	// expires_at.
+	causeApprovedAfterExpiry = "approved_after_expiry"
+	// causeProfileNotLoaded: the run's policy profile is not loaded in
+	// this process, so nothing can re-evaluate the approval.
+	causeProfileNotLoaded = "policy_profile_not_loaded"
+)
 
-// refuse denies an approved invocation at resume: the invocation DENIED,
-// approval.invalidated when the approval was voided, action.denied, and the
-// run failed when the refusal ends it (deadline_exceeded, or approval.expired
-// for an approval resolved too late).
+// refuse denies an invocation at resume. One still waiting is DENIED, with
+// approval.invalidated when the approval was voided, action.denied (its
+// cause is the audit's explanation) and the circuit breaker; one past
+// waiting (a resume after the deadline of an invocation already
+// authorized) is left as it is. The run fails when the refusal ends it
+// (deadline_exceeded, or approval.expired for an approval resolved too
+// late).
 func (s *Service) refuse(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv invocationRow, a approvalRow, outcome engine.RevalidationOutcome, now time.Time, res *ResumeResult) error {
 	reason := outcome.ReasonCode
 	if reason == "" {
 		reason = engine.ReasonRevalidationEscalated
 	}
-	if err := denyWaitingInvocation(ctx, tx, inv.ID, reason, now); err != nil {
-		return err
-	}
-	res.InvocationStatus = InvocationDenied
 	d := engine.Denial(inv.ToolName, reason, nil)
 	res.Result = &d
 	cause := outcome.Cause
-	after.add(func() { s.metrics.RevalidationVoided(cause); s.metrics.Denied(reason) })
-	if outcome.Invalidated {
-		if err := insertEvent(ctx, tx, run.TenantID, run.ID, EventApprovalInvalidated, now, map[string]any{
-			"approval_id": a.ID, "invocation_id": inv.ID, "cause": cause,
-		}); err != nil {
+	if inv.Status == InvocationWaitingForApproval {
+		if err := s.denyAtResume(ctx, tx, after, run, inv, a, outcome, reason, now); err != nil {
 			return err
 		}
-	}
-	if err := insertEvent(ctx, tx, run.TenantID, run.ID, EventActionDenied, now, map[string]any{
-		"invocation_id": inv.ID, "tool_name": inv.ToolName, "reason_code": reason, "cause": cause,
-	}); err != nil {
-		return err
+		res.InvocationStatus = InvocationDenied
 	}
 	failure := ""
 	switch cause {
@@ -190,6 +205,33 @@ func (s *Service) refuse(ctx context.Context, tx pgx.Tx, after *afterCommit, run
 			return err
 		}
 		res.RunStatus = failed.Status
+		return nil
 	}
-	return nil
+	if inv.Status != InvocationWaitingForApproval {
+		return nil
+	}
+	tripped, ok, err := s.countDenial(ctx, tx, after, inv, reason, now)
+	if ok {
+		res.RunStatus = tripped.Status
+	}
+	return err
+}
+
+// denyAtResume denies a waiting invocation at resume and writes its events.
+func (s *Service) denyAtResume(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv invocationRow, a approvalRow, outcome engine.RevalidationOutcome, reason string, now time.Time) error {
+	if err := denyWaitingInvocation(ctx, tx, inv.ID, reason, now); err != nil {
+		return err
+	}
+	cause := outcome.Cause
+	after.add(func() { s.metrics.RevalidationVoided(cause); s.metrics.Denied(reason) })
+	if outcome.Invalidated {
+		if err := insertEvent(ctx, tx, run.TenantID, run.ID, EventApprovalInvalidated, now, map[string]any{
+			"approval_id": a.ID, "invocation_id": inv.ID, "cause": cause,
+		}); err != nil {
+			return err
+		}
+	}
+	return insertEvent(ctx, tx, run.TenantID, run.ID, EventActionDenied, now, map[string]any{
+		"invocation_id": inv.ID, "tool_name": inv.ToolName, "reason_code": reason, "cause": cause,
+	})
 }

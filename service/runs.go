@@ -205,6 +205,11 @@ func execRun(ctx context.Context, db DBTX, what, q string, args ...any) (int64, 
 	return tag.RowsAffected(), nil
 }
 
+// pastDeadline reports whether the run's deadline has passed at now.
+func (r Run) pastDeadline(now time.Time) bool {
+	return r.Deadline != nil && !now.Before(*r.Deadline)
+}
+
 // snapshot is what the engine knows of the run: the stamp, never current
 // scopes.
 func (r Run) snapshot() engine.RunSnapshot {
