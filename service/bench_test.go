@@ -138,7 +138,7 @@ func bareResolve(ctx context.Context, tx pgx.Tx, bb *bundle, id string, payload 
 		return err
 	}
 	var invID string
-	if err := tx.QueryRow(ctx, `SELECT id::text FROM tool_invocations WHERE run_id = $1 AND action_id = $2`, runID, actionID).Scan(&invID); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT id::text FROM actions WHERE run_id = $1 AND action_id = $2`, runID, actionID).Scan(&invID); err != nil {
 		return err
 	}
 	for _, q := range []struct {

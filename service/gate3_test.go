@@ -55,10 +55,10 @@ func TestGate03SingleGate(t *testing.T) {
 	denied := b.propose(b.started(), action("secrets.read", map[string]any{"name": "x"}))
 	pending := b.parked(b.started(), action("http.post", map[string]any{"url": "https://example.com", "body": "y"}))
 	for name, sql := range map[string]string{
-		"from a final state":        `UPDATE tool_invocations SET status = 'AUTHORIZED', authorized_worker_id = 'w', authorized_fencing_token = 1 WHERE id = '` + denied.InvocationID + `'`,
-		"without the lease":         `UPDATE tool_invocations SET status = 'AUTHORIZED' WHERE id = '` + pending.InvocationID + `'`,
-		"as a parameter, no lease":  `UPDATE tool_invocations SET status = $1 WHERE id = '` + pending.InvocationID + `'`,
-		"by an insert of a copy of": `INSERT INTO tool_invocations SELECT (jsonb_populate_record(t, '{"id": "` + uuid.NewString() + `", "action_id": "` + uuid.NewString() + `", "status": "AUTHORIZED"}')).* FROM tool_invocations t WHERE id = '` + allow.InvocationID + `'`,
+		"from a final state":        `UPDATE actions SET status = 'AUTHORIZED', authorized_worker_id = 'w', authorized_fencing_token = 1 WHERE id = '` + denied.InvocationID + `'`,
+		"without the lease":         `UPDATE actions SET status = 'AUTHORIZED' WHERE id = '` + pending.InvocationID + `'`,
+		"as a parameter, no lease":  `UPDATE actions SET status = $1 WHERE id = '` + pending.InvocationID + `'`,
+		"by an insert of a copy of": `INSERT INTO actions SELECT (jsonb_populate_record(t, '{"id": "` + uuid.NewString() + `", "action_id": "` + uuid.NewString() + `", "status": "AUTHORIZED"}')).* FROM actions t WHERE id = '` + allow.InvocationID + `'`,
 	} {
 		var args []any
 		if strings.Contains(sql, "$1") {

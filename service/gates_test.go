@@ -334,7 +334,7 @@ func TestGate10PromptIsNotAuthorization(t *testing.T) {
 		t.Fatalf("corpus has %d cases, want at least 30", cases)
 	}
 	var authorized int
-	if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tool_invocations WHERE tenant_id = $1 AND status = 'AUTHORIZED'`, b.tenant).Scan(&authorized); err != nil {
+	if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM actions WHERE tenant_id = $1 AND status = 'AUTHORIZED'`, b.tenant).Scan(&authorized); err != nil {
 		t.Fatal(err)
 	}
 	mustEqual(t, "authorized invocations", authorized, 0)

@@ -26,7 +26,7 @@ const invocationColumns = `id::text, run_id::text, tenant_id, action_id::text, k
 // Its status is PROPOSED, WAITING_FOR_APPROVAL or DENIED: never AUTHORIZED,
 // which only invocationAuthorize writes.
 const invocationInsert = `
-INSERT INTO tool_invocations (id, run_id, tenant_id, action_id, kind, tool_name, tool_version, summary,
+INSERT INTO actions (id, run_id, tenant_id, action_id, kind, tool_name, tool_version, summary,
        step_number, status, arguments, normalized_arguments_hash, effective_arguments,
        effective_arguments_hash, action, decision, policy_version, side_effect, risk,
        idempotency_class, origin_trust, reason_code, approval_id, created_at, updated_at)
@@ -36,13 +36,13 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
 RETURNING ` + invocationColumns
 
 const invocationGetByAction = `SELECT ` + invocationColumns + `
-  FROM tool_invocations WHERE run_id = $1 AND action_id = $2`
+  FROM actions WHERE run_id = $1 AND action_id = $2`
 
 const invocationGet = `SELECT ` + invocationColumns + `
-  FROM tool_invocations WHERE id = $1 AND run_id = $2 AND tenant_id = $3`
+  FROM actions WHERE id = $1 AND run_id = $2 AND tenant_id = $3`
 
 const invocationListForRun = `SELECT ` + invocationColumns + `
-  FROM tool_invocations WHERE run_id = $1 ORDER BY created_at, id`
+  FROM actions WHERE run_id = $1 ORDER BY created_at, id`
 
 // invocationAuthorize is the single gate's only write: the one statement in
 // Gatehouse that moves an invocation to AUTHORIZED (gate 3). It is guarded
@@ -50,32 +50,32 @@ const invocationListForRun = `SELECT ` + invocationColumns + `
 // and records the lease that authorized it: only that lease is ever told
 // "authorized" again.
 const invocationAuthorize = `
-UPDATE tool_invocations
+UPDATE actions
    SET status = 'AUTHORIZED', authorized_worker_id = $3, authorized_fencing_token = $4, updated_at = $2
  WHERE id = $1 AND status IN ('PROPOSED', 'WAITING_FOR_APPROVAL')
 RETURNING ` + invocationColumns
 
 // invocationDenyWaiting ends an invocation that waited for approval.
 const invocationDenyWaiting = `
-UPDATE tool_invocations SET status = 'DENIED', reason_code = $2, updated_at = $3
+UPDATE actions SET status = 'DENIED', reason_code = $2, updated_at = $3
  WHERE id = $1 AND status = 'WAITING_FOR_APPROVAL'`
 
 // invocationCancelForRun ends every invocation of a cancelled run that had
 // not been authorized.
 const invocationCancelForRun = `
-UPDATE tool_invocations SET status = 'CANCELLED', reason_code = 'approval.cancelled', updated_at = $2
+UPDATE actions SET status = 'CANCELLED', reason_code = 'approval.cancelled', updated_at = $2
  WHERE run_id = $1 AND status IN ('PROPOSED', 'WAITING_FOR_APPROVAL')`
 
 // invocationRecordResult records the outcome of an authorized execution.
 const invocationRecordResult = `
-UPDATE tool_invocations SET status = $2, updated_at = $3
+UPDATE actions SET status = $2, updated_at = $3
  WHERE id = $1 AND status = 'AUTHORIZED'
 RETURNING ` + invocationColumns
 
 // invocationCountDenials counts a run's identical denied proposals, the
 // circuit breaker's key.
 const invocationCountDenials = `
-SELECT count(*) FROM tool_invocations
+SELECT count(*) FROM actions
  WHERE run_id = $1 AND tool_name = $2 AND normalized_arguments_hash = $3
    AND reason_code = $4 AND status = 'DENIED'`
 

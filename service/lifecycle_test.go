@@ -686,7 +686,7 @@ func TestAllowWithModificationsPersistsAndReplays(t *testing.T) {
 	mustEqual(t, "proposed hash", inv.NormalizedArgumentsHash, proposed)
 	mustEqual(t, "effective hash", inv.EffectiveArgumentsHash, effective)
 	var stored string
-	if err := b.pool.QueryRow(b.ctx, `SELECT effective_arguments::text FROM tool_invocations WHERE id = $1`, inv.ID).Scan(&stored); err != nil {
+	if err := b.pool.QueryRow(b.ctx, `SELECT effective_arguments::text FROM actions WHERE id = $1`, inv.ID).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
 	var storedArgs map[string]any

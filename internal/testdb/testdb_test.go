@@ -12,12 +12,12 @@ func TestNewIsMigrated(t *testing.T) {
 	pool := testdb.New(t)
 	var n int
 	err := pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM information_schema.tables WHERE table_name IN ('runs','tool_invocations','approvals','events','policy_profiles')`).Scan(&n)
+		`SELECT count(*) FROM information_schema.tables WHERE table_name IN ('runs','actions','tool_invocations','approvals','events','policy_profiles')`).Scan(&n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 5 {
-		t.Fatalf("tables = %d, want 5", n)
+	if n != 6 {
+		t.Fatalf("tables and views = %d, want 6", n)
 	}
 }
 
