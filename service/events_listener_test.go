@@ -60,7 +60,7 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 
 // awaitEvent long-polls from after until an event of type typ arrives; a
 // long-poll that ends empty (its Wait passed) is an error.
-func (b *bundle) awaitEvent(after int64, typ string) error {
+func (b *bundle) awaitEvent(after, typ string) error {
 	for {
 		evs, err := b.svc.ListEvents(b.ctx, b.owner, EventFilter{After: after, Wait: 25 * time.Second})
 		if err != nil {
@@ -74,7 +74,7 @@ func (b *bundle) awaitEvent(after int64, typ string) error {
 				return nil
 			}
 		}
-		after = evs[len(evs)-1].ID
+		after = evs[len(evs)-1].Cursor
 	}
 }
 
@@ -121,7 +121,7 @@ func TestListEventsWaiterLeaves(t *testing.T) {
 	b := setup(t)
 	b.svc.eventsFallback = time.Hour
 	receive(t, "LISTEN", b.runListener())
-	const never = 1 << 62
+	never := eventPos{tx: 1 << 62}.String()
 	for _, waiters := range []int{1, 3} {
 		ctx, cancel := context.WithCancel(b.ctx)
 		done := make(chan error, waiters)

@@ -471,7 +471,7 @@ func TestListEventsWatermarkAndLongPoll(t *testing.T) {
 	if len(evs) != 2 || evs[0].Type != EventRunSubmitted || evs[1].Type != EventRunClaimed {
 		t.Fatalf("events = %+v; want submitted and claimed", evs)
 	}
-	last := evs[len(evs)-1].ID
+	last := evs[len(evs)-1].Cursor
 	done := make(chan []Event)
 	go func() {
 		evs, _ := b.svc.ListEvents(b.ctx, b.owner, EventFilter{After: last, Wait: 5 * time.Second})
