@@ -356,6 +356,8 @@ func TestCancelParkedRunCancelsNotDenies(t *testing.T) {
 	mustEqual(t, "run", r.Status, RunCancelled)
 	mustEqual(t, "approval", b.approval(res.ApprovalID).Status, engine.ApprovalCancelled)
 	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, InvocationCancelled)
+	mustEqual(t, "pending in the returned checkpoint", len(r.Checkpoint.PendingApprovalIDs), 0)
+	mustEqual(t, "pending in the stored checkpoint", len(b.run(c.run.ID).Checkpoint.PendingApprovalIDs), 0)
 	_, err = b.svc.CancelRun(b.ctx, b.owner, c.run.ID)
 	wantErr(t, err, ErrConflict)
 	out := b.resolve(res.ApprovalID, engine.ResolutionApproveOnce)
