@@ -274,3 +274,20 @@ func TestListenerSurvivesIdleWaits(t *testing.T) {
 		t.Fatalf("idle waits were logged as disconnects: %s", out)
 	}
 }
+
+// The listener retries a lost database soon and, however long the outage,
+// never waits longer than a long-poll's fallback between attempts.
+func TestListenerBackoffIsShortAndGrows(t *testing.T) {
+	t.Parallel()
+	var got []time.Duration
+	for d := listenerMinBackoff; len(got) < 8; d = nextListenerBackoff(d) {
+		got = append(got, d)
+	}
+	want := []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond,
+		800 * time.Millisecond, 1600 * time.Millisecond, 2 * time.Second, 2 * time.Second}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("backoff sequence %v, want %v", got, want)
+		}
+	}
+}
