@@ -29,7 +29,7 @@ const eventNotify = `SELECT pg_notify($1, $2)`
 // not yet begun) has an xid at or above xmin, so its events sort after
 // every (tx, id) a reader was ever given.
 const eventsAfterTenant = `
-SELECT id, tenant_id, COALESCE(run_id::text, ''), type, payload, created_at, tx_id::text::bigint
+SELECT id, tenant_id, COALESCE(run_id::text, ''), type, payload, created_at, tx_id::text::bigint AS tx
   FROM events
  WHERE tenant_id = $1
    AND (tx_id, id) > ($2::bigint::text::xid8, $3::bigint)
@@ -37,10 +37,13 @@ SELECT id, tenant_id, COALESCE(run_id::text, ''), type, payload, created_at, tx_
  ORDER BY tx_id, id
  LIMIT $4`
 
+// The xid8 is returned as tx: named tx_id, the ORDER BY would sort by
+// that output column, not the indexed one, and read the whole tenant.
+
 // eventsAfterRun is eventsAfterTenant for one run, on the run's index, so a
 // run's reader never walks the rest of its tenant's events.
 const eventsAfterRun = `
-SELECT id, tenant_id, COALESCE(run_id::text, ''), type, payload, created_at, tx_id::text::bigint
+SELECT id, tenant_id, COALESCE(run_id::text, ''), type, payload, created_at, tx_id::text::bigint AS tx
   FROM events
  WHERE run_id = $5::uuid
    AND tenant_id = $1
