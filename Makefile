@@ -86,6 +86,12 @@ bench-opa: ## Gatehouse's evaluator against OPA (Rego) on the same corpus, in on
 loadtest: ## bounded loopback load test: agents proposing, approvers resolving
 	DATABASE_URL="$$(scripts/pg.sh test)" go test -count=1 -run TestLoad -v -timeout 10m ./e2e/... -args -load
 
+.PHONY: soak
+soak: ## fault soak: 60 s per scenario (server SIGKILLs, two replicas, a PostgreSQL restart), invariants from the database
+	mkdir -p $(ARTIFACTS)
+	DATABASE_URL="$$(scripts/pg.sh test)" ARTIFACTS="$(ARTIFACTS)" \
+		go test -count=1 -run TestSoak -v -timeout 20m ./e2e/... -args -soak 60s -soak-every 10s | tee $(ARTIFACTS)/soak.txt
+
 .PHONY: pg-stop
 pg-stop: ## stop the project-local PostgreSQL
 	scripts/pg.sh stop

@@ -47,11 +47,12 @@ type ResolveRequest struct {
 	Reason     string                        `json:"reason,omitempty"`
 }
 
-// EventPage is GET /v1/events. Watermark is the id to pass as `after` next:
-// the last event's id, or the request's `after` when nothing came.
+// EventPage is GET /v1/events. Watermark is the opaque cursor to pass as
+// `after` next: the last event's cursor, or the request's `after` when
+// nothing came ("0" for the start).
 type EventPage struct {
 	Events    []service.Event `json:"events"`
-	Watermark int64           `json:"watermark"`
+	Watermark string          `json:"watermark"`
 }
 
 // InvocationList is the list of a run's invocations.

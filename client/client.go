@@ -230,7 +230,7 @@ func (c *Client) Resolve(ctx context.Context, id string, resolution engine.Appro
 // EventQuery selects events after a watermark; Wait (seconds, up to 30)
 // long-polls when none is there yet.
 type EventQuery struct {
-	After int64
+	After string // a page's watermark or an event's cursor; "" is the start
 	RunID string
 	Limit int
 	Wait  int
@@ -239,9 +239,7 @@ type EventQuery struct {
 // Events returns events after q.After and the watermark for the next call.
 func (c *Client) Events(ctx context.Context, q EventQuery) (api.EventPage, error) {
 	v := url.Values{}
-	if q.After > 0 {
-		v.Set("after", strconv.FormatInt(q.After, 10))
-	}
+	setNonEmpty(v, "after", q.After)
 	setNonEmpty(v, "run_id", q.RunID)
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
@@ -266,7 +264,7 @@ func (c *Client) Events(ctx context.Context, q EventQuery) (api.EventPage, error
 // approval expired or was cancelled), ResolvedBy and ResolvedAt (the
 // event's time). GetApproval, with approval.read, has the rest.
 func (c *Client) WaitForResolution(ctx context.Context, runID, approvalID string) (service.Approval, error) {
-	var after int64
+	var after string
 	for {
 		page, err := c.Events(ctx, EventQuery{After: after, RunID: runID, Limit: 500, Wait: 25})
 		if err != nil {

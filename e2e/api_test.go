@@ -236,7 +236,7 @@ func testProposeParkResolveResume(t *testing.T, srv *server) {
 func eventCounts(t testing.TB, c *client.Client, runID string) map[string]int {
 	t.Helper()
 	counts := map[string]int{}
-	var after int64
+	var after string
 	for {
 		page, err := c.Events(testContext(t), client.EventQuery{After: after, RunID: runID, Limit: 500})
 		if err != nil {

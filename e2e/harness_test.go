@@ -110,10 +110,13 @@ type serverOptions struct {
 
 // server is a running `console serve`.
 type server struct {
-	BaseURL   string
-	LogPath   string
-	tokens    map[string]string
-	passwords map[string]string
+	BaseURL     string
+	LogPath     string
+	tokens      map[string]string
+	passwords   map[string]string
+	dbURL       string
+	principals  string // the principals file
+	sessionKeys string
 }
 
 // Token is a bearer token of the principal.
@@ -137,11 +140,23 @@ var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9]+`)
 // port, waits for /readyz, and stops it with SIGTERM when the test ends.
 func startServer(t testing.TB, opts serverOptions) *server {
 	t.Helper()
+	srv := newServer(t, "")
+	p := srv.spawn(t, opts)
+	srv.waitReady(t, p)
+	return srv
+}
+
+// newServer prepares a server of the test principals on a free loopback
+// port and a fresh database (dbURL "" ) or the given one; spawn starts it.
+func newServer(t testing.TB, dbURL string) *server {
+	t.Helper()
 	name := strings.ToLower(strings.Trim(unsafeName.ReplaceAllString(t.Name(), "_"), "_"))
-	dbURL := testdb.NewDatabase(t, "e2e_"+name)
+	if dbURL == "" {
+		dbURL = testdb.NewDatabase(t, "e2e_"+name)
+	}
 	dir := t.TempDir()
 
-	srv := &server{tokens: map[string]string{}, passwords: map[string]string{}}
+	srv := &server{tokens: map[string]string{}, passwords: map[string]string{}, dbURL: dbURL, sessionKeys: randomHex(t, 32)}
 	var yml strings.Builder
 	yml.WriteString("principals:\n")
 	for _, p := range testPrincipals {
@@ -161,29 +176,49 @@ func startServer(t testing.TB, opts serverOptions) *server {
 			fmt.Fprintf(&yml, "    policy_profiles: [%s]\n", strings.Join(profiles, ", "))
 		}
 	}
-	principals := filepath.Join(dir, "principals.yaml")
-	if err := os.WriteFile(principals, []byte(yml.String()), 0o600); err != nil {
+	srv.principals = filepath.Join(dir, "principals.yaml")
+	if err := os.WriteFile(srv.principals, []byte(yml.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	srv.BaseURL = "http://" + freeAddr(t)
+	srv.LogPath = filepath.Join(artifacts, name+"-server.log")
+	return srv
+}
 
-	addr := freeAddr(t)
-	srv.BaseURL = "http://" + addr
+// proc is one process of a server.
+type proc struct {
+	cmd    *exec.Cmd
+	exited chan error
+	killed bool
+}
+
+// kill ends the process with SIGKILL, as a crash would, and waits for it.
+func (p *proc) kill() {
+	p.killed = true
+	_ = p.cmd.Process.Kill()
+	p.exited <- <-p.exited
+}
+
+// spawn starts a process of the server, logging to LogPath (appended to
+// across restarts). Unless it was killed, it is stopped with SIGTERM when
+// the test ends, and must exit cleanly.
+func (srv *server) spawn(t testing.TB, opts serverOptions) *proc {
+	t.Helper()
 	reaper := opts.ReaperInterval
 	if reaper == 0 {
 		reaper = time.Second
 	}
-	srv.LogPath = filepath.Join(artifacts, name+"-server.log")
-	logFile, err := os.Create(srv.LogPath)
+	logFile, err := os.OpenFile(srv.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(os.Environ(),
-		"DATABASE_URL="+dbURL,
-		"CONSOLE_ADDR="+addr,
+		"DATABASE_URL="+srv.dbURL,
+		"CONSOLE_ADDR="+strings.TrimPrefix(srv.BaseURL, "http://"),
 		"CONSOLE_BASE_URL="+srv.BaseURL,
-		"CONSOLE_PRINCIPALS="+principals,
-		"CONSOLE_SESSION_KEYS="+randomHex(t, 32),
+		"CONSOLE_PRINCIPALS="+srv.principals,
+		"CONSOLE_SESSION_KEYS="+srv.sessionKeys,
 		"CONSOLE_REAPER_INTERVAL="+reaper.String(),
 		"CONSOLE_POLICY_DIR="+opts.PolicyDir,
 		"CONSOLE_POLICY_PROFILE="+opts.PolicyProfile,
@@ -198,30 +233,36 @@ func startServer(t testing.TB, opts serverOptions) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	p := &proc{cmd: cmd, exited: make(chan error, 1)}
+	go func() { p.exited <- cmd.Wait() }()
 	t.Cleanup(func() {
+		defer logFile.Close()
+		if p.killed {
+			return
+		}
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case err := <-exited:
+		case err := <-p.exited:
 			if err != nil {
 				t.Errorf("server exited with %v; log: %s", err, srv.LogPath)
 			}
 		case <-time.After(20 * time.Second):
 			_ = cmd.Process.Kill()
-			t.Logf("killed server exited: %v", <-exited)
+			t.Logf("killed server exited: %v", <-p.exited)
 			t.Errorf("server ignored SIGTERM; log: %s", srv.LogPath)
 		}
-		if err := logFile.Close(); err != nil {
-			t.Error(err)
-		}
 	})
+	return p
+}
 
+// waitReady waits until the server answers /readyz.
+func (srv *server) waitReady(t testing.TB, p *proc) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
-		case err := <-exited:
-			exited <- err
+		case err := <-p.exited:
+			p.exited <- err
 			t.Fatalf("server exited before ready (%v):\n%s", err, tail(srv.LogPath))
 		default:
 		}
@@ -229,7 +270,7 @@ func startServer(t testing.TB, opts serverOptions) *server {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return srv
+				return
 			}
 		}
 		if time.Now().After(deadline) {

@@ -203,7 +203,7 @@ func checkLoadInvariants(t *testing.T, c *client.Client, parked int64) {
 
 	requested, resolved := map[string]int{}, map[string]int{}
 	var events int
-	var after int64
+	var after string
 	for {
 		page, err := c.Events(ctx, client.EventQuery{After: after, Limit: 500})
 		if err != nil {

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -14,17 +13,10 @@ import (
 // maxEventWait bounds a long-poll, below common proxy idle timeouts.
 const maxEventWait = 30
 
-// eventList returns the tenant's events after a watermark, waiting up to
+// eventList returns the tenant's events after a cursor (`after`), waiting up to
 // `wait` seconds for the first one when there is none yet.
 func (s *Server) eventList(c echo.Context) error {
-	f := service.EventFilter{RunID: c.QueryParam("run_id")}
-	if raw := c.QueryParam("after"); raw != "" {
-		after, err := strconv.ParseInt(raw, 10, 64)
-		if err != nil || after < 0 {
-			return invalid(`query parameter "after" must be a non-negative integer`)
-		}
-		f.After = after
-	}
+	f := service.EventFilter{RunID: c.QueryParam("run_id"), After: c.QueryParam("after")}
 	limit, err := queryInt(c, "limit", 1, 500)
 	if err != nil {
 		return err
@@ -44,7 +36,10 @@ func (s *Server) eventList(c echo.Context) error {
 		page.Events = []service.Event{}
 	}
 	if n := len(events); n > 0 {
-		page.Watermark = events[n-1].ID
+		page.Watermark = events[n-1].Cursor
+	}
+	if page.Watermark == "" {
+		page.Watermark = service.StartCursor
 	}
 	return c.JSON(http.StatusOK, page)
 }

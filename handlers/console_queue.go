@@ -74,8 +74,8 @@ func (cn *console) queueUpdates(c echo.Context) error {
 	if err := requireConsoleScope(c, scopeApprovalRead); err != nil {
 		return err
 	}
-	after, err := strconv.ParseInt(c.QueryParam("after"), 10, 64)
-	if err != nil || after < 0 {
+	after := c.QueryParam("after")
+	if after == "" {
 		return invalid("after must be a watermark")
 	}
 	p, _ := principalOf(c)
@@ -86,7 +86,7 @@ func (cn *console) queueUpdates(c echo.Context) error {
 	}
 	u := templates.QueueUpdate{Poll: templates.Poll{After: after}}
 	if len(evs) > 0 {
-		u.Poll.After = evs[len(evs)-1].ID
+		u.Poll.After = evs[len(evs)-1].Cursor
 	}
 	ids := changedApprovals(evs)
 	if len(ids) > 0 {

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -31,6 +32,13 @@ const (
 	codeInternal         = "internal"
 )
 
+// statusClientClosed is nginx's status for a request its client abandoned.
+const statusClientClosed = 499
+
+// retryAfterOutage is the Retry-After of a 503 for an outage, in seconds: a
+// database restart or failover takes about that long to be answered again.
+const retryAfterOutage = "2"
+
 // apiError is an error with the status and body a client should see.
 type apiError struct {
 	Status  int
@@ -59,6 +67,8 @@ func toAPIError(err error) (ae *apiError, internal bool) {
 	switch {
 	case errors.As(err, &ae):
 		return ae, false
+	case service.IsUnavailable(err):
+		return newError(http.StatusServiceUnavailable, codeUnavailable, "the database is unavailable; retry shortly"), false
 	case errors.As(err, &he):
 		return fromEcho(he), he.Code >= 500
 	case errors.Is(err, service.ErrNotFound):
@@ -120,7 +130,16 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
+	if errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil {
+		// The client went away: nobody reads an answer, and nothing failed
+		// here. The request line records it as 499, as proxies do.
+		c.Response().WriteHeader(statusClientClosed)
+		return
+	}
 	ae, internal := toAPIError(err)
+	if ae.Status == http.StatusServiceUnavailable && c.Response().Header().Get("Retry-After") == "" {
+		c.Response().Header().Set("Retry-After", retryAfterOutage)
+	}
 	if internal {
 		// The route template, never the URL: ids and query values stay out of logs.
 		s.log.ErrorContext(c.Request().Context(), "request failed",

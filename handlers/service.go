@@ -27,7 +27,7 @@ type Service interface {
 	ListApprovals(ctx context.Context, p engine.Principal, f service.ApprovalFilter) (service.ApprovalPage, error)
 	ResolveApproval(ctx context.Context, p engine.Principal, id string, resolution engine.ApprovalResolutionType, reason string) (service.ResolveOutcome, error)
 	ListEvents(ctx context.Context, p engine.Principal, f service.EventFilter) ([]service.Event, error)
-	EventWatermark(ctx context.Context, p engine.Principal) (int64, error)
+	EventWatermark(ctx context.Context, p engine.Principal) (string, error)
 	Overview(ctx context.Context, p engine.Principal) (service.Overview, error)
 	Ping(ctx context.Context) error
 }

@@ -5,16 +5,19 @@
 #                        answers, else a project-local cluster in .data/pg.
 #   scripts/pg.sh run    DATABASE_URL if set, else the project-local cluster.
 #   scripts/pg.sh stop   stops the project-local cluster.
+#   scripts/pg.sh restart  restarts it (fast shutdown), as an outage would.
 #
 # The project-local cluster listens on 127.0.0.1 only, on PGLOCAL_PORT
-# (default 54329), with trust auth for the local loopback. Run as root it is
+# (default 54329), in PGLOCAL_DATA (default .data/pg; the soak's throwaway
+# cluster sets both), with trust auth for the local loopback. Run as root it is
 # owned by a non-root user (postgres if it exists, else gatehouse), because
 # PostgreSQL refuses to run as root. All diagnostics go to stderr.
 set -euo pipefail
 
 mode=${1:-test}
 root=$(cd "$(dirname "$0")/.." && pwd)
-data="$root/.data/pg"
+data=${PGLOCAL_DATA:-$root/.data/pg}
+run="$data-run"
 port=${PGLOCAL_PORT:-54329}
 local_url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 
@@ -49,7 +52,7 @@ as_owner() {
 			user=gatehouse
 			id "$user" >/dev/null 2>&1 || useradd --system --no-create-home "$user"
 		fi
-		chown -R "$user" "$root/.data/pg" "$root/.data/pg-run" 2>/dev/null || true
+		chown -R "$user" "$data" "$run" 2>/dev/null || true
 		# su needs a command string; quote each argument.
 		local cmd="" a
 		for a in "$@"; do cmd+=" $(printf '%q' "$a")"; done
@@ -71,7 +74,7 @@ start_local() {
 	ensure_binaries
 	local bin
 	bin=$(pgbin)
-	mkdir -p "$root/.data/pg-run"
+	mkdir -p "$run"
 	# The cluster's owner must be able to traverse into .data, not list it.
 	chmod 711 "$root/.data" 2>/dev/null || true
 	chmod o+x "$root" 2>/dev/null || true
@@ -82,8 +85,8 @@ start_local() {
 	fi
 	if ! answers 127.0.0.1 "$port"; then
 		log "starting project-local PostgreSQL on 127.0.0.1:$port"
-		as_owner "$bin/pg_ctl" -D "$data" -l "$root/.data/pg-run/server.log" -w -t 60 \
-			-o "-c listen_addresses=127.0.0.1 -p $port -k $root/.data/pg-run -c max_connections=300 -c fsync=off -c full_page_writes=off" start >&2
+		as_owner "$bin/pg_ctl" -D "$data" -l "$run/server.log" -w -t 60 \
+			-o "-c listen_addresses=127.0.0.1 -p $port -k $run -c max_connections=300 -c fsync=off -c full_page_writes=off" start >&2
 	fi
 	echo "$local_url"
 }
@@ -104,8 +107,11 @@ run)
 stop)
 	if [ -f "$data/postmaster.pid" ]; then as_owner "$(pgbin)/pg_ctl" -D "$data" -m fast stop >&2; fi
 	;;
+restart)
+	as_owner "$(pgbin)/pg_ctl" -D "$data" -l "$run/server.log" -m fast -w -t 60 restart >&2
+	;;
 *)
-	log "usage: scripts/pg.sh test|run|stop"
+	log "usage: scripts/pg.sh test|run|stop|restart"
 	exit 2
 	;;
 esac

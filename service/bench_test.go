@@ -198,3 +198,44 @@ func longPollWake(b *testing.B, bb *bundle, period time.Duration) {
 	}
 	b.ReportMetric(float64(total)/float64(time.Millisecond)/float64(b.N), "ms/wake")
 }
+
+// BenchmarkListEventsPage reads one 100-event page from the middle of a
+// tenant's 20,000-event stream with the (tx, id) cursor: an index range
+// scan, whatever the depth, for the whole tenant and for one run.
+func BenchmarkListEventsPage(b *testing.B) {
+	bb := setup(b)
+	c := bb.started()
+	// 200 transactions of 100 events, each its own xid, half on one run.
+	for i := range 200 {
+		runID := ""
+		if i%2 == 0 {
+			runID = c.run.ID
+		}
+		if _, err := bb.pool.Exec(bb.ctx, `
+INSERT INTO events (tenant_id, run_id, type, payload, created_at)
+SELECT $1, $2::uuid, 'bench.event', '{}', now() FROM generate_series(1, 100)`, bb.tenant, nullUUID(runID)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := bb.pool.Exec(bb.ctx, `ANALYZE events`); err != nil {
+		b.Fatal(err)
+	}
+	mid, err := bb.svc.ListEvents(bb.ctx, bb.owner, EventFilter{Limit: 500})
+	if err != nil || len(mid) != 500 {
+		b.Fatalf("setup page: %d %v", len(mid), err)
+	}
+	after := mid[len(mid)-1].Cursor
+	for _, f := range []struct {
+		name  string
+		runID string
+	}{{"tenant", ""}, {"run", c.run.ID}} {
+		b.Run(f.name, func(b *testing.B) {
+			for b.Loop() {
+				evs, err := bb.svc.ListEvents(bb.ctx, bb.owner, EventFilter{After: after, RunID: f.runID, Limit: 100})
+				if err != nil || len(evs) != 100 {
+					b.Fatalf("page: %d %v", len(evs), err)
+				}
+			}
+		})
+	}
+}

@@ -267,6 +267,9 @@ type Event struct {
 	Type      string          `json:"type"`
 	Payload   json.RawMessage `json:"payload"`
 	CreatedAt time.Time       `json:"created_at"`
+	// Cursor is this event's position, to pass as `after`: opaque, and
+	// ordered by commit, not by ID.
+	Cursor string `json:"cursor"`
 }
 
 // Event types.
@@ -290,7 +293,7 @@ const (
 
 // EventFilter selects events after a watermark.
 type EventFilter struct {
-	After int64
+	After string // a cursor from Event.Cursor or a page's watermark; "" or "0" is the start
 	RunID string
 	Limit int           // default 100, max 500
 	Wait  time.Duration // long-poll up to this long when nothing is there yet

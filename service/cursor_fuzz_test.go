@@ -39,3 +39,29 @@ func FuzzDecodeCursor(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeEventCursor: an event cursor is client input. It decodes to a
+// non-negative position or is refused as invalid; a position decodes back
+// to itself from its string.
+func FuzzDecodeEventCursor(f *testing.F) {
+	f.Add(eventPos{tx: 741, id: 12}.String())
+	f.Add(eventPos{tx: 1<<63 - 1, id: 1<<63 - 1}.String())
+	f.Add("0")
+	f.Add("42")
+	f.Add("e_____________________")
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := decodeEventCursor(s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("decode %q: %v is not ErrInvalid", s, err)
+			}
+			return
+		}
+		if p.tx < 0 || p.id < 0 {
+			t.Fatalf("decode %q: negative position %+v", s, p)
+		}
+		if p != (eventPos{}) && p.String() != s {
+			t.Fatalf("decode %q: %+v encodes as %q", s, p, p.String())
+		}
+	})
+}

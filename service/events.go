@@ -21,17 +21,35 @@ VALUES ($1, $2, $3, $4, $5)`
 
 const eventNotify = `SELECT pg_notify($1, $2)`
 
-// eventListAfter returns a tenant's events after a watermark. It stops at
-// the oldest transaction still running, so an event committed late with a
-// lower id is never skipped by a reader that already moved past it.
-const eventListAfter = `
-SELECT id, tenant_id, COALESCE(run_id::text, ''), type, payload, created_at
+// eventsAfter pages a tenant's events in commit-safe order: by the writing
+// transaction, then id. Ids are drawn at insert, not at commit, so paging
+// by id alone skips a lower id whose transaction commits after a higher one
+// was read. Only transactions older than the snapshot's xmin are returned:
+// all of them have ended, and every transaction that has not yet (or has
+// not yet begun) has an xid at or above xmin, so its events sort after
+// every (tx, id) a reader was ever given.
+const eventsAfterTenant = `
+SELECT id, tenant_id, COALESCE(run_id::text, ''), type, payload, created_at, tx_id::text::bigint AS tx
   FROM events
  WHERE tenant_id = $1
-   AND id > $2
-   AND ($3::uuid IS NULL OR run_id = $3)
+   AND (tx_id, id) > ($2::bigint::text::xid8, $3::bigint)
    AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
- ORDER BY id
+ ORDER BY tx_id, id
+ LIMIT $4`
+
+// The xid8 is returned as tx: named tx_id, the ORDER BY would sort by
+// that output column, not the indexed one, and read the whole tenant.
+
+// eventsAfterRun is eventsAfterTenant for one run, on the run's index, so a
+// run's reader never walks the rest of its tenant's events.
+const eventsAfterRun = `
+SELECT id, tenant_id, COALESCE(run_id::text, ''), type, payload, created_at, tx_id::text::bigint AS tx
+  FROM events
+ WHERE run_id = $5::uuid
+   AND tenant_id = $1
+   AND (tx_id, id) > ($2::bigint::text::xid8, $3::bigint)
+   AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
+ ORDER BY tx_id, id
  LIMIT $4`
 
 // insertEvent writes one events row; runID "" is no run.
@@ -69,26 +87,28 @@ const (
 	eventsRecheckMax = 250 * time.Millisecond
 )
 
-// ListEvents returns the principal's tenant's events after f.After. When
-// there are none and f.Wait > 0 it waits until one arrives, Wait passes or
-// ctx ends; an empty list is not an error. Waiting, it re-queries when
+// ListEvents returns the principal's tenant's events after the cursor
+// f.After ("" or "0": from the start), each with its own cursor. When there
+// are none and f.Wait > 0 it waits until one arrives, Wait passes or ctx
+// ends; an empty list is not an error. Waiting, it re-queries when
 // RunListener hears the tenant, and at the latest every eventsFallbackPoll,
 // so notifications are a latency hint, never the source of truth.
 func (s *Service) ListEvents(ctx context.Context, p engine.Principal, f EventFilter) ([]Event, error) {
 	limit := clampLimit(f.Limit, eventsDefaultLimit, eventsMaxLimit)
-	if f.After < 0 {
-		return nil, &InvalidError{Msg: "after must not be negative"}
+	after, err := decodeEventCursor(f.After)
+	if err != nil {
+		return nil, err
 	}
-	var runID any
+	query, args := eventsAfterTenant, []any{p.TenantID, after.tx, after.id, limit}
 	if f.RunID != "" {
 		if !engine.ValidUUID(f.RunID) {
 			return []Event{}, nil
 		}
-		runID = f.RunID
+		query, args = eventsAfterRun, append(args, f.RunID)
 	}
 	wait := min(f.Wait, eventsMaxWait)
 	if wait <= 0 {
-		return s.listEventsOnce(ctx, p.TenantID, f.After, runID, limit)
+		return s.listEventsOnce(ctx, query, args)
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -97,7 +117,7 @@ func (s *Service) ListEvents(ctx context.Context, p engine.Principal, f EventFil
 		// Subscribe before querying: a notification that lands between
 		// the query and the wait still wakes this long-poll.
 		woken, leave := s.wakeups.subscribe(p.TenantID)
-		evs, err := s.listEventsOnce(ctx, p.TenantID, f.After, runID, limit)
+		evs, err := s.listEventsOnce(ctx, query, args)
 		if err != nil || len(evs) > 0 {
 			leave()
 			return evs, err
@@ -136,14 +156,16 @@ func sleepOrWake(ctx context.Context, deadline <-chan time.Time, woken <-chan st
 	}
 }
 
-func (s *Service) listEventsOnce(ctx context.Context, tenantID string, after int64, runID any, limit int) ([]Event, error) {
-	rows, err := s.pool.Query(ctx, eventListAfter, tenantID, after, runID, limit)
+func (s *Service) listEventsOnce(ctx context.Context, query string, args []any) ([]Event, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("service: list events: %w", err)
 	}
 	evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) {
 		var e Event
-		err := r.Scan(&e.ID, &e.TenantID, &e.RunID, &e.Type, &e.Payload, &e.CreatedAt)
+		var tx int64
+		err := r.Scan(&e.ID, &e.TenantID, &e.RunID, &e.Type, &e.Payload, &e.CreatedAt, &tx)
+		e.Cursor = eventPos{tx: tx, id: e.ID}.String()
 		return e, err
 	})
 	if err != nil {

@@ -21,10 +21,13 @@ const (
 	// listenerPingEvery bounds how long a silently dead connection (a
 	// dropped route, no RST) can leave the listener deaf: TCP keepalive
 	// alone takes the better part of an hour to notice.
-	listenerPingEvery  = 30 * time.Second
-	listenerPingWait   = 5 * time.Second
-	listenerMinBackoff = 250 * time.Millisecond
-	listenerMaxBackoff = 30 * time.Second
+	listenerPingEvery = 30 * time.Second
+	listenerPingWait  = 5 * time.Second
+	// A database restart or failover is over within seconds, and until the
+	// listener is back every long-poll waits out its fallback poll: retry
+	// soon, and never wait more than a fallback period between attempts.
+	listenerMinBackoff = 50 * time.Millisecond
+	listenerMaxBackoff = eventsFallbackPoll
 )
 
 // wakeups fans notifications out to the long-polls waiting on a tenant. A
@@ -122,8 +125,14 @@ func (s *Service) RunListener(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		backoff = min(2*backoff, listenerMaxBackoff)
+		backoff = nextListenerBackoff(backoff)
 	}
+}
+
+// nextListenerBackoff doubles the wait before the next reconnect, up to
+// listenerMaxBackoff.
+func nextListenerBackoff(d time.Duration) time.Duration {
+	return min(2*d, listenerMaxBackoff)
 }
 
 // listen connects, LISTENs and dispatches notifications until the

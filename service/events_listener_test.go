@@ -60,7 +60,7 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 
 // awaitEvent long-polls from after until an event of type typ arrives; a
 // long-poll that ends empty (its Wait passed) is an error.
-func (b *bundle) awaitEvent(after int64, typ string) error {
+func (b *bundle) awaitEvent(after, typ string) error {
 	for {
 		evs, err := b.svc.ListEvents(b.ctx, b.owner, EventFilter{After: after, Wait: 25 * time.Second})
 		if err != nil {
@@ -74,7 +74,7 @@ func (b *bundle) awaitEvent(after int64, typ string) error {
 				return nil
 			}
 		}
-		after = evs[len(evs)-1].ID
+		after = evs[len(evs)-1].Cursor
 	}
 }
 
@@ -121,7 +121,7 @@ func TestListEventsWaiterLeaves(t *testing.T) {
 	b := setup(t)
 	b.svc.eventsFallback = time.Hour
 	receive(t, "LISTEN", b.runListener())
-	const never = 1 << 62
+	never := eventPos{tx: 1 << 62}.String()
 	for _, waiters := range []int{1, 3} {
 		ctx, cancel := context.WithCancel(b.ctx)
 		done := make(chan error, waiters)
@@ -272,5 +272,22 @@ func TestListenerSurvivesIdleWaits(t *testing.T) {
 	}
 	if out := logs.String(); strings.Contains(out, "disconnected") {
 		t.Fatalf("idle waits were logged as disconnects: %s", out)
+	}
+}
+
+// The listener retries a lost database soon and, however long the outage,
+// never waits longer than a long-poll's fallback between attempts.
+func TestListenerBackoffIsShortAndGrows(t *testing.T) {
+	t.Parallel()
+	var got []time.Duration
+	for d := listenerMinBackoff; len(got) < 8; d = nextListenerBackoff(d) {
+		got = append(got, d)
+	}
+	want := []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond,
+		800 * time.Millisecond, 1600 * time.Millisecond, 2 * time.Second, 2 * time.Second}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("backoff sequence %v, want %v", got, want)
+		}
 	}
 }

@@ -7,21 +7,18 @@ import (
 	"gatehouse/engine"
 )
 
-// eventWatermarkLatest is the newest event id a reader may see now, with
-// the same visibility rule as eventListAfter, so polling ListEvents from it
-// misses nothing committed later.
-const eventWatermarkLatest = `
-SELECT COALESCE(max(id), 0)
-  FROM events
- WHERE tenant_id = $1
-   AND tx_id < pg_snapshot_xmin(pg_current_snapshot())`
+// eventWatermarkNow is the oldest transaction still running.
+const eventWatermarkNow = `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`
 
-// EventWatermark returns the watermark to start polling ListEvents from
-// when only what happens next matters (the console's live queue).
-func (s *Service) EventWatermark(ctx context.Context, p engine.Principal) (int64, error) {
-	var id int64
-	if err := s.pool.QueryRow(ctx, eventWatermarkLatest, p.TenantID).Scan(&id); err != nil {
-		return 0, fmt.Errorf("service: event watermark: %w", err)
+// EventWatermark returns the cursor to start polling ListEvents from when
+// only what happens next matters (the console's live queue): the
+// snapshot's xmin. Every event of an older transaction is visible now and
+// sorts before it; every other event sorts after it, however late it
+// commits.
+func (s *Service) EventWatermark(ctx context.Context, _ engine.Principal) (string, error) {
+	var xmin int64
+	if err := s.pool.QueryRow(ctx, eventWatermarkNow).Scan(&xmin); err != nil {
+		return "", fmt.Errorf("service: event watermark: %w", err)
 	}
-	return id, nil
+	return eventPos{tx: xmin}.String(), nil
 }

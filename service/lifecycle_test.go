@@ -357,6 +357,8 @@ func TestCancelParkedRunCancelsNotDenies(t *testing.T) {
 	mustEqual(t, "run", r.Status, RunCancelled)
 	mustEqual(t, "approval", b.approval(res.ApprovalID).Status, engine.ApprovalCancelled)
 	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, InvocationCancelled)
+	mustEqual(t, "pending in the returned checkpoint", len(r.Checkpoint.PendingApprovalIDs), 0)
+	mustEqual(t, "pending in the stored checkpoint", len(b.run(c.run.ID).Checkpoint.PendingApprovalIDs), 0)
 	_, err = b.svc.CancelRun(b.ctx, b.owner, c.run.ID)
 	wantErr(t, err, ErrConflict)
 	out := b.resolve(res.ApprovalID, engine.ResolutionApproveOnce)
@@ -472,7 +474,7 @@ func TestListEventsWatermarkAndLongPoll(t *testing.T) {
 	if len(evs) != 2 || evs[0].Type != EventRunSubmitted || evs[1].Type != EventRunClaimed {
 		t.Fatalf("events = %+v; want submitted and claimed", evs)
 	}
-	last := evs[len(evs)-1].ID
+	last := evs[len(evs)-1].Cursor
 	done := make(chan []Event)
 	go func() {
 		evs, _ := b.svc.ListEvents(b.ctx, b.owner, EventFilter{After: last, Wait: 5 * time.Second})

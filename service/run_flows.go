@@ -193,6 +193,12 @@ func (s *Service) CompleteRun(ctx context.Context, p engine.Principal, runID str
 	return run, nil
 }
 
+// runCheckpointCancel empties the pending approvals of a cancelled run, as
+// resolve and expiry drop theirs: every one of them was just cancelled.
+const runCheckpointCancel = `
+UPDATE runs SET checkpoint = jsonb_set(checkpoint, '{pending_approval_ids}', '[]'::jsonb)
+ WHERE id = $1`
+
 // CancelRun cancels a run of the principal's tenant. Outcomes: QUEUED or
 // WAITING_FOR_APPROVAL -> CANCELLED, its pending approvals -> cancelled (the
 // same pending guard as resolve and reap, so a lost race changes nothing)
@@ -228,6 +234,9 @@ func (s *Service) CancelRun(ctx context.Context, p engine.Principal, runID strin
 		}
 		if _, err := tx.Exec(ctx, invocationCancelForRun, runID, now); err != nil {
 			return fmt.Errorf("cancel invocations: %w", err)
+		}
+		if _, err := tx.Exec(ctx, runCheckpointCancel, runID); err != nil {
+			return fmt.Errorf("clear checkpoint: %w", err)
 		}
 		run, _, err = transitionRun(ctx, tx, runID, []string{cur.Status}, RunCancelled, "cancelled",
 			cur.Status == RunRunning, now)

@@ -8,7 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -126,6 +130,9 @@ func (s *Service) withTx(ctx context.Context, fn func(tx pgx.Tx, after *afterCom
 			return nil
 		}
 		if !retryable(err) || ctx.Err() != nil {
+			if ctx.Err() == nil && IsUnavailable(err) {
+				return fmt.Errorf("%w: %w", ErrUnavailable, err)
+			}
 			return err
 		}
 		s.log.Debug("service: retrying transaction", "attempt", attempt+1)
@@ -147,6 +154,38 @@ func (a *afterCommit) run() {
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+}
+
+// ErrUnavailable is an outage, not a fault of the request or the service:
+// the database could not be reached, or went away mid-request. Surfaces
+// answer it as "retry later" (HTTP 503).
+var ErrUnavailable = errors.New("database unavailable")
+
+// IsUnavailable reports whether err is an outage of the database: a
+// failed connect, a connection lost mid-statement, the server shutting
+// down or refusing connections, or a wait for a connection that ran out.
+// Any method's error may be passed, wrapped or not; a cancelled caller is
+// not an outage.
+func IsUnavailable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ce *pgconn.ConnectError
+	var pe *pgconn.PgError
+	var ne net.Error
+	switch {
+	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.As(err, &ce):
+		return true
+	case errors.As(err, &pe):
+		// Class 08 is connection exception; 57P01-03 the server shutting
+		// down, crashing or starting; 53300 too many connections.
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03" || pe.Code == "53300"
+	case errors.As(err, &ne):
+		return true
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		pgconn.SafeToRetry(err)
 }
 
 func isUniqueViolation(err error) bool {

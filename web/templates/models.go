@@ -5,7 +5,7 @@
 package templates
 
 import (
-	"fmt"
+	"net/url"
 	"strconv"
 )
 
@@ -150,11 +150,11 @@ type QueuePage struct {
 
 // Poll is the live-update poller: it asks for events after the watermark.
 type Poll struct {
-	After int64
+	After string // an event cursor
 }
 
 // URL is the poller's request path.
-func (p Poll) URL() string { return fmt.Sprintf("/queue/updates?after=%d", p.After) }
+func (p Poll) URL() string { return "/queue/updates?after=" + url.QueryEscape(p.After) }
 
 // QueueUpdate is the poll answer: new cards and the new count, swapped out
 // of band, plus a fresh poller carrying the new watermark.
@@ -345,5 +345,3 @@ func shortID(id string) string {
 	}
 	return id
 }
-
-func int64String(n int64) string { return strconv.FormatInt(n, 10) }
