@@ -120,9 +120,9 @@ func egressHosts(r engine.HardlineRule) (hosts, cidrs []string) {
 	return hosts, cidrs
 }
 
-// credentialPattern is a copy of the engine's unexported credentialShape
-// (engine/credentials.go). TestCredentialPatternMatchesEngine keeps the two
-// from drifting.
+// credentialPattern is the engine's credential shapes as one expression,
+// without the engine's normalized readings. TestCredentialPatternMatchesEngine
+// checks the engine finds everything it does.
 var credentialPattern = strings.Join([]string{
 	`(?:AKIA|ASIA)[0-9A-Z]{16}`,
 	`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----`,

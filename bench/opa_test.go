@@ -204,7 +204,26 @@ func unsupported(c benchCase) string {
 	if c.expect.Decision == engine.DecisionAllowWithModifications {
 		return "allow_with_modifications rewrites arguments; the Rego policy only decides"
 	}
+	if why, ok := structuralFiles[c.file]; ok {
+		return why
+	}
+	if c.request.Name == "sandbox.exec" || c.expect.ReasonCode == "policy.hardline.destructive_command" {
+		return shellReading
+	}
 	return outsideSubset[c.name]
+}
+
+// The engine reads commands, URLs, credentials and paths as parsed
+// structure (docs/hardline.md); the Rego policy matches strings, so it
+// shares only the cases that need no such reading.
+const shellReading = "commands are read as a shell syntax tree (engine/shell.go); the Rego policy has no shell parser"
+
+var structuralFiles = map[string]string{
+	"shell.yaml":       shellReading + ", nor the closed argument lists",
+	"egress.yaml":      "URLs are read with a WHATWG parser and UTS #46; the Rego policy splits strings",
+	"credentials.yaml": "credentials are sought after normalization and decoding; the Rego policy matches one expression",
+	"paths.yaml":       "paths are normalized (~, $HOME, ..) and .git matched as any component; the Rego policy matches the old patterns",
+	"memory.yaml":      "arguments_must_authorize tightens the trust overlay; the Rego policy does not implement it",
 }
 
 // outsideSubset lists corpus cases by name that need engine features the
@@ -337,9 +356,12 @@ func benchRequested() bool {
 	return f != nil && f.Value.String() != "" && !slices.Contains([]string{"^$", "NONE"}, strings.TrimSpace(f.Value.String()))
 }
 
-// TestCredentialPatternMatchesEngine guards the copy of the engine's
-// credential shape the Rego policy reads against drift, over the shipped
-// hardline examples, every corpus string and a sample of each shape.
+// TestCredentialPatternMatchesEngine: the Rego policy reads a single
+// regular expression, the engine's credential shapes as they were before
+// the engine normalized text (engine/credscan.go). The engine must find
+// every credential that expression finds, over the shipped hardline
+// examples, every corpus string and a sample of each shape; it finds more
+// (encoded, split, spaced), which is why the two may disagree on a case.
 func TestCredentialPatternMatchesEngine(t *testing.T) {
 	f := loadFixture(t)
 	re := regexp.MustCompile(credentialPattern)
@@ -354,8 +376,8 @@ func TestCredentialPatternMatchesEngine(t *testing.T) {
 		walkStrings(c.request.Arguments, func(s string) { samples = append(samples, s) })
 	}
 	for _, s := range samples {
-		if got, want := len(s) >= 15 && re.MatchString(s), engine.ContainsCredential(s); got != want {
-			t.Errorf("credential pattern on %q = %v, engine = %v", s, got, want)
+		if len(s) >= 15 && re.MatchString(s) && !engine.ContainsCredential(s) {
+			t.Errorf("the Rego pattern finds a credential in %q that the engine misses", s)
 		}
 	}
 }
