@@ -21,6 +21,7 @@ import (
 
 	"gatehouse/auth"
 	"gatehouse/engine"
+	"gatehouse/internal/metrics"
 	"gatehouse/internal/testdb"
 	"gatehouse/rules"
 	"gatehouse/service"
@@ -98,7 +99,7 @@ func setup(t *testing.T, adjust ...func(*Config)) *bundle {
 	ts := httptest.NewUnstartedServer(nil)
 	b.base = "http://" + ts.Listener.Addr().String()
 	cfg := Config{
-		Service: b.svc, Directory: dir, Policy: set, Metrics: NewMetrics(), Pool: pool,
+		Service: b.svc, Directory: dir, Policy: set, Metrics: metrics.New(), Pool: pool,
 		BaseURL: b.base, Now: b.clock.Now, SessionKeys: [][]byte{[]byte(randHex(t, 32))},
 		IPExtractor: func(r *http.Request) string {
 			if ip := r.Header.Get(testPeerHeader); ip != "" {

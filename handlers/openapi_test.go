@@ -9,6 +9,7 @@ import (
 
 	"gatehouse/api"
 	"gatehouse/auth"
+	"gatehouse/internal/metrics"
 	"gatehouse/internal/testdb"
 	"gatehouse/rules"
 	"gatehouse/service"
@@ -22,7 +23,7 @@ func newRouteOnlyServer(t *testing.T) *Server {
 		Service:   (*service.Service)(nil),
 		Directory: auth.Dev(),
 		Policy:    &rules.Set{},
-		Metrics:   NewMetrics(),
+		Metrics:   metrics.New(),
 		Pool:      testdb.New(t),
 		BaseURL:   "http://127.0.0.1:8080",
 	})

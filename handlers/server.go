@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/auth"
+	"gatehouse/internal/metrics"
 	"gatehouse/rules"
 )
 
@@ -21,8 +22,8 @@ type Config struct {
 	Service   Service
 	Directory *auth.Directory
 	Policy    *rules.Set
-	Logger    *slog.Logger // nil: discard
-	Metrics   *Metrics     // its registry is what /metrics serves
+	Logger    *slog.Logger     // nil: discard
+	Metrics   *metrics.Metrics // its registry is what /metrics serves
 	// BaseURL is the absolute origin of the console (links, same-origin
 	// checks); its host is one the server answers for. Required.
 	BaseURL string

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"gatehouse/internal/pgdb"
-
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -25,6 +23,8 @@ import (
 
 	"gatehouse/auth"
 	"gatehouse/handlers"
+	"gatehouse/internal/metrics"
+	"gatehouse/internal/pgdb"
 	"gatehouse/migrations"
 	"gatehouse/rules"
 	"gatehouse/service"
@@ -171,7 +171,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	logger.Info("migrations applied", "count", len(applied))
 
-	metrics := handlers.NewMetrics()
+	metrics := metrics.New()
 	svc, err := service.New(ctx, service.Config{
 		Pool:       pool,
 		Policy:     policy,
