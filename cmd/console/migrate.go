@@ -1,8 +1,6 @@
 package main
 
 import (
-	"gatehouse/internal/pgdb"
-
 	"context"
 	"errors"
 	"flag"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"gatehouse/internal/pgdb"
 	"gatehouse/migrations"
 )
 
