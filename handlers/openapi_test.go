@@ -10,13 +10,12 @@ import (
 	"gatehouse/api"
 	"gatehouse/auth"
 	"gatehouse/internal/metrics"
-	"gatehouse/internal/testdb"
 	"gatehouse/rules"
 	"gatehouse/service"
 )
 
-// newRouteOnlyServer builds a server whose routes can be listed; nothing in
-// it may be called.
+// newRouteOnlyServer builds a server whose routes can be listed, without a
+// database; nothing in it may be called.
 func newRouteOnlyServer(t *testing.T) *Server {
 	t.Helper()
 	s, err := New(Config{
@@ -24,7 +23,7 @@ func newRouteOnlyServer(t *testing.T) *Server {
 		Directory: auth.Dev(),
 		Policy:    &rules.Set{},
 		Metrics:   metrics.New(),
-		Pool:      testdb.New(t),
+		Sessions:  (*service.ConsoleSessions)(nil),
 		BaseURL:   "http://127.0.0.1:8080",
 	})
 	if err != nil {
