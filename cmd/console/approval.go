@@ -7,13 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"text/tabwriter"
 	"time"
 
 	"gatehouse/auth"
 	"gatehouse/engine"
+	"gatehouse/rules"
 	"gatehouse/service"
 )
 
@@ -23,12 +23,12 @@ import (
 // the API and the console: list and show need approval.read, resolve needs
 // approval.resolve, and a resolution is recorded under the principal's id,
 // so the profile's distinct-resolver rule applies to the CLI too.
-func runApproval(ctx context.Context, args []string, stdout io.Writer) error {
+func runApproval(ctx context.Context, env envConfig, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("approval", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL connection string (DATABASE_URL)")
+	dbURL := fs.String("database-url", env.DatabaseURL, "PostgreSQL connection string (DATABASE_URL)")
 	principalID := fs.String("principal", "", "principal to act as, from the principals file (required; AUTH_MODE=dev: dev)")
-	principalsFile := fs.String("principals", envOr("CONSOLE_PRINCIPALS", "./principals.yaml"), "principals file (CONSOLE_PRINCIPALS)")
+	principalsFile := fs.String("principals", env.Principals, "principals file (CONSOLE_PRINCIPALS)")
 	status := fs.String("status", "pending", "list: pending, resolved, approved, denied, expired or cancelled")
 	runID := fs.String("run", "", "list: only this run's approvals")
 	limit := fs.Int("limit", 50, "list: at most this many (max 200)")
@@ -51,7 +51,7 @@ func runApproval(ctx context.Context, args []string, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("%w: approval list | show ID | resolve ID approve_once|deny [--reason R] --principal ID", errUsage)
 	}
-	p, err := approvalPrincipal(*principalsFile, *principalID, scope)
+	p, err := approvalPrincipal(env.DevMode, *principalsFile, *principalID, scope)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func runApproval(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer pool.Close()
-	policy, err := loadPolicyFromEnv()
+	policy, err := rules.Load(env.policyOptions())
 	if err != nil {
 		return fmt.Errorf("loading policy: %w", err)
 	}
@@ -112,9 +112,9 @@ func runApproval(ctx context.Context, args []string, stdout io.Writer) error {
 
 // approvalPrincipal finds the principal the CLI acts as: in the principals
 // file, or the dev principal under AUTH_MODE=dev, and holding scope.
-func approvalPrincipal(file, id, scope string) (engine.Principal, error) {
+func approvalPrincipal(devMode bool, file, id, scope string) (engine.Principal, error) {
 	var dir *auth.Directory
-	if os.Getenv("AUTH_MODE") == "dev" {
+	if devMode {
 		dir = auth.Dev()
 		if id == "" {
 			id = auth.DevPrincipalID

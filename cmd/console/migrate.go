@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -17,10 +16,10 @@ import (
 )
 
 // runMigrate is `console migrate up|status`.
-func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
+func runMigrate(ctx context.Context, env envConfig, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL connection string (DATABASE_URL)")
+	dbURL := fs.String("database-url", env.DatabaseURL, "PostgreSQL connection string (DATABASE_URL)")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return fmt.Errorf("%w: migrate: %w", errUsage, err)
