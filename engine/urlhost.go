@@ -4,9 +4,8 @@ import (
 	"net/netip"
 	"strings"
 
-	"golang.org/x/text/unicode/norm"
-
 	wurl "github.com/nlnwa/whatwg-url/url"
+	"golang.org/x/text/unicode/norm"
 )
 
 // matchURLToken reads a token the way a browser reads a URL: the WHATWG URL

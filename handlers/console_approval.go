@@ -13,9 +13,6 @@ import (
 // first 512 characters of each), with, for a viewer holding run.read (what
 // GET /v1/events needs), its run's timeline.
 func (cn *console) approvalShow(c echo.Context) error {
-	if err := requireConsoleScope(c, scopeApprovalRead); err != nil {
-		return err
-	}
 	p, _ := principalOf(c)
 	ctx := c.Request().Context()
 	a, err := cn.s.cfg.Service.GetApproval(ctx, p, c.Param("id"))
@@ -27,7 +24,7 @@ func (cn *console) approvalShow(c echo.Context) error {
 		return err
 	}
 	m := templates.DetailPage{PolicyVersion: a.PolicyVersion}
-	if requireConsoleScope(c, scopeRunRead) == nil {
+	if hasScope(c, scopeRunRead) {
 		evs, err := cn.s.cfg.Service.ListEvents(ctx, p, service.EventFilter{RunID: a.RunID, Limit: timelineLimit})
 		if err != nil {
 			return err

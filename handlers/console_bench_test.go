@@ -11,6 +11,7 @@ import (
 
 	"gatehouse/auth"
 	"gatehouse/engine"
+	"gatehouse/internal/metrics"
 	"gatehouse/internal/testdb"
 	"gatehouse/rules"
 	"gatehouse/service"
@@ -56,7 +57,11 @@ func BenchmarkQueuePage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := New(Config{Service: svc, Directory: dir, Policy: set, Metrics: NewMetrics(), Pool: pool, BaseURL: "http://127.0.0.1:8080"})
+	sessions, err := service.NewConsoleSessions(pool, service.LoginThrottle{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Config{Service: svc, Directory: dir, Policy: set, Metrics: metrics.New(), Sessions: sessions, BaseURL: "http://127.0.0.1:8080"})
 	if err != nil {
 		b.Fatal(err)
 	}

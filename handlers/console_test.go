@@ -21,6 +21,7 @@ import (
 
 	"gatehouse/auth"
 	"gatehouse/engine"
+	"gatehouse/internal/metrics"
 	"gatehouse/internal/testdb"
 	"gatehouse/rules"
 	"gatehouse/service"
@@ -65,8 +66,8 @@ type bundle struct {
 // testPeerHeader lets a test pose as another client address.
 const testPeerHeader = "X-Test-Peer"
 
-// setup starts a bundle; adjust edits the server's Config before New.
-func setup(t *testing.T, adjust ...func(*Config)) *bundle {
+// setup starts a bundle; adjust edits the login throttle (zero: the default).
+func setup(t *testing.T, adjust ...func(*service.LoginThrottle)) *bundle {
 	t.Helper()
 	hash, err := passwordHash()
 	if err != nil {
@@ -95,10 +96,18 @@ func setup(t *testing.T, adjust ...func(*Config)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var throttle service.LoginThrottle
+	for _, f := range adjust {
+		f(&throttle)
+	}
+	sessions, err := service.NewConsoleSessions(pool, throttle)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ts := httptest.NewUnstartedServer(nil)
 	b.base = "http://" + ts.Listener.Addr().String()
 	cfg := Config{
-		Service: b.svc, Directory: dir, Policy: set, Metrics: NewMetrics(), Pool: pool,
+		Service: b.svc, Directory: dir, Policy: set, Metrics: metrics.New(), Sessions: sessions,
 		BaseURL: b.base, Now: b.clock.Now, SessionKeys: [][]byte{[]byte(randHex(t, 32))},
 		IPExtractor: func(r *http.Request) string {
 			if ip := r.Header.Get(testPeerHeader); ip != "" {
@@ -106,9 +115,6 @@ func setup(t *testing.T, adjust ...func(*Config)) *bundle {
 			}
 			return b.ip
 		},
-	}
-	for _, f := range adjust {
-		f(&cfg)
 	}
 	if b.s, err = New(cfg); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/api"
@@ -57,12 +56,13 @@ func newError(status int, code, msg string) *apiError {
 func invalid(msg string) *apiError { return newError(http.StatusBadRequest, codeInvalid, msg) }
 
 // toAPIError translates any error into what the client sees. Service errors
-// are mapped here and nowhere else; anything unrecognized is a 500 whose
+// (database errors translated by the service first) are mapped here and
+// nowhere else; anything unrecognized is a 500 whose
 // message says nothing about the cause.
 func toAPIError(err error) (ae *apiError, internal bool) {
+	err = service.TranslateDBError(err)
 	var he *echo.HTTPError
 	var ie *service.InvalidError
-	var pe *pgconn.PgError
 	var pnp *service.ProfileNotPermittedError
 	switch {
 	case errors.As(err, &ae):
@@ -86,10 +86,6 @@ func toAPIError(err error) (ae *apiError, internal bool) {
 			fmt.Sprintf("policy profile %q is not permitted for this principal: runs use the server default unless the principal's entry in principals.yaml lists the profile under policy_profiles", pnp.Profile)), false
 	case errors.Is(err, service.ErrForbidden):
 		return newError(http.StatusForbidden, codeForbidden, "forbidden"), false
-	case errors.As(err, &pe) && (pe.Code == sqlstateBadEncoding || pe.Code == sqlstateUntranslatable):
-		return invalid("the request contains a character that cannot be stored (NUL)"), false
-	case errors.As(err, &pe) && pe.Code == sqlstateOutOfRange:
-		return invalid("the request contains a number that cannot be stored"), false
 	}
 	return newError(http.StatusInternalServerError, codeInternal, "internal error"), true
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/auth"
+	"gatehouse/service"
 	"gatehouse/web/templates"
 )
 
@@ -77,7 +78,7 @@ func (cn *console) renderLogin(c echo.Context, status int, m templates.LoginPage
 }
 
 // loginSubmit checks the password (argon2id in the directory) under the
-// failure budgets of LoginThrottle, kept in PostgreSQL.
+// failure budgets of service.LoginThrottle, kept in PostgreSQL.
 // The attempt is recorded before the password is checked, so parallel
 // guesses cannot all pass one budget check.
 func (cn *console) loginSubmit(c echo.Context) error {
@@ -94,19 +95,19 @@ func (cn *console) loginSubmit(c echo.Context) error {
 	ctx := c.Request().Context()
 	form := templates.LoginPage{UserID: f.ID, Next: f.Next}
 	addr, now := c.RealIP(), cn.s.now()
-	verdict, wait, err := cn.store.loginAttempt(ctx, account, addr, now)
+	verdict, wait, err := cn.store.LoginAttempt(ctx, account, addr, now)
 	if err != nil {
 		return err
 	}
-	minutes := int(cn.store.throttle.Window / time.Minute)
+	minutes := int(cn.store.ThrottleWindow() / time.Minute)
 	switch verdict {
-	case loginPairThrottled:
+	case service.LoginPairThrottled:
 		form.Error = fmt.Sprintf("Too many failed sign-ins for this account from your network. Try again in %d minutes.", minutes)
 		return cn.renderLogin(c, http.StatusTooManyRequests, form, tok)
-	case loginAddressThrottled:
+	case service.LoginAddressThrottled:
 		form.Error = fmt.Sprintf("Too many failed sign-ins from your network. Try again in %d minutes.", minutes)
 		return cn.renderLogin(c, http.StatusTooManyRequests, form, tok)
-	case loginBackoff:
+	case service.LoginBackoff:
 		secs := int((wait + time.Second - 1) / time.Second)
 		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 		form.Error = fmt.Sprintf("Too many sign-in attempts in a row. Wait %d seconds before trying again.", secs)
@@ -116,7 +117,7 @@ func (cn *console) loginSubmit(c echo.Context) error {
 	p, ok, err := cn.s.cfg.Directory.Login(slotCtx, strings.TrimSpace(f.ID), f.Password)
 	cancel()
 	if errors.Is(err, auth.ErrBusy) {
-		if err := cn.store.loginReleased(ctx, account, addr, now); err != nil {
+		if err := cn.store.LoginReleased(ctx, account, addr, now); err != nil {
 			return err
 		}
 		c.Response().Header().Set("Retry-After", "1")
@@ -130,7 +131,7 @@ func (cn *console) loginSubmit(c echo.Context) error {
 		form.Error = "Wrong user or password."
 		return cn.renderLogin(c, http.StatusUnauthorized, form, tok)
 	}
-	if err := cn.store.loginSucceeded(ctx, account, addr); err != nil {
+	if err := cn.store.LoginSucceeded(ctx, account, addr); err != nil {
 		return err
 	}
 	if _, err := cn.signIn(c, p); err != nil {
@@ -143,7 +144,7 @@ func (cn *console) loginSubmit(c echo.Context) error {
 // logout ends this session: the row goes, so the old cookie is worthless
 // even if it was copied.
 func (cn *console) logout(c echo.Context) error {
-	if err := cn.store.delete(c.Request().Context(), sessionOf(c).ID); err != nil {
+	if err := cn.store.Delete(c.Request().Context(), sessionOf(c).ID); err != nil {
 		return err
 	}
 	return cn.clearCookie(c)
@@ -152,7 +153,7 @@ func (cn *console) logout(c echo.Context) error {
 // logoutEverywhere ends every session of the signed-in principal.
 func (cn *console) logoutEverywhere(c echo.Context) error {
 	p := sessionOf(c).Principal
-	if err := cn.store.deletePrincipal(c.Request().Context(), p.TenantID, p.ID); err != nil {
+	if err := cn.store.DeletePrincipal(c.Request().Context(), p.TenantID, p.ID); err != nil {
 		return err
 	}
 	return cn.clearCookie(c)

@@ -8,13 +8,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"gatehouse/service"
 )
 
 // smallThrottle is the default throttle with smaller budgets.
-func smallThrottle(perPair, perAddress, accountCeiling int) func(*Config) {
-	return func(c *Config) {
-		c.LoginThrottle = DefaultLoginThrottle
-		c.LoginThrottle.PerPair, c.LoginThrottle.PerAddress, c.LoginThrottle.AccountCeiling = perPair, perAddress, accountCeiling
+func smallThrottle(perPair, perAddress, accountCeiling int) func(*service.LoginThrottle) {
+	return func(th *service.LoginThrottle) {
+		*th = service.DefaultLoginThrottle
+		th.PerPair, th.PerAddress, th.AccountCeiling = perPair, perAddress, accountCeiling
 	}
 }
 
@@ -185,36 +187,5 @@ func TestLoginAccountCeilingOnlySlows(t *testing.T) {
 	b.clock.Advance(28 * time.Second)
 	if r := from(0, "guess"); r.Status != http.StatusUnauthorized {
 		t.Fatalf("a guessing address after the long backoff: %d, want 401", r.Status)
-	}
-}
-
-func TestLoginThrottleDecide(t *testing.T) {
-	t.Parallel()
-	th := DefaultLoginThrottle
-	th.PerPair = 1000 // for the cap case
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	cases := map[string]struct {
-		c    loginCounts
-		want loginVerdict
-		wait time.Duration
-	}{
-		"fresh":                      {loginCounts{}, loginAllowed, 0},
-		"fresh pair over ceiling":    {loginCounts{account: 1000}, loginAllowed, 0},
-		"pair budget spent":          {loginCounts{pair: 1000, pairLast: now.Add(-time.Hour)}, loginPairThrottled, 0},
-		"address budget spent":       {loginCounts{address: 30}, loginAddressThrottled, 0},
-		"one typo, just now":         {loginCounts{pair: 1, pairLast: now}, loginAllowed, 0},
-		"third failure, just now":    {loginCounts{pair: 3, pairLast: now}, loginBackoff, 2 * time.Second},
-		"third failure, 2 s ago":     {loginCounts{pair: 3, pairLast: now.Add(-2 * time.Second)}, loginAllowed, 0},
-		"fourth failure, 1 s ago":    {loginCounts{pair: 4, pairLast: now.Add(-time.Second)}, loginBackoff, 3 * time.Second},
-		"over ceiling, first fail":   {loginCounts{pair: 1, pairLast: now, account: 100}, loginBackoff, 30 * time.Second},
-		"over ceiling, second fail":  {loginCounts{pair: 2, pairLast: now.Add(-time.Second), account: 100}, loginBackoff, 59 * time.Second},
-		"under ceiling, second fail": {loginCounts{pair: 2, pairLast: now.Add(-time.Second), account: 99}, loginAllowed, 0},
-		"huge budget, capped":        {loginCounts{pair: 200, pairLast: now}, loginBackoff, 15 * time.Minute},
-	}
-	for name, c := range cases {
-		v, wait := th.decide(c.c, now)
-		if v != c.want || wait != c.wait {
-			t.Errorf("%s: %v %v, want %v %v", name, v, wait, c.want, c.wait)
-		}
 	}
 }

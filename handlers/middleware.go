@@ -69,7 +69,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		status := c.Response().Status
 		elapsed := s.now().Sub(start)
-		s.cfg.Metrics.observeHTTP(c.Request().Method, route, status, elapsed)
+		s.cfg.Metrics.ObserveHTTP(c.Request().Method, route, status, elapsed)
 		attrs := []slog.Attr{
 			slog.String("request_id", requestID(c)),
 			slog.String("method", c.Request().Method),

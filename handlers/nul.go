@@ -8,17 +8,10 @@ import (
 	"unicode/utf8"
 )
 
-// PostgreSQL cannot store NUL in text (SQLSTATE 22021) or as \u0000 in
-// jsonb (22P05). Requests are checked for it once decoded, so the client
-// learns which field is wrong; the error mapper turns the two SQLSTATEs into
-// 400 as a backstop for anything that reaches the database another way.
-const (
-	sqlstateBadEncoding    = "22021" // character_not_in_repertoire
-	sqlstateUntranslatable = "22P05" // untranslatable_character
-	// sqlstateOutOfRange (numeric_value_out_of_range) is the backstop for a
-	// number the decoder let through that a column or jsonb cannot hold.
-	sqlstateOutOfRange = "22003"
-)
+// PostgreSQL cannot store NUL in text or jsonb. Requests are checked for it
+// once decoded, so the client learns which field is wrong;
+// service.TranslateDBError is the backstop for anything that reaches the
+// database another way.
 
 // nulField returns the path of a string in v that holds a NUL character:
 // struct fields (named by their tag, "json" or "form"; embedded structs

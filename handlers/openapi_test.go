@@ -9,21 +9,21 @@ import (
 
 	"gatehouse/api"
 	"gatehouse/auth"
-	"gatehouse/internal/testdb"
+	"gatehouse/internal/metrics"
 	"gatehouse/rules"
 	"gatehouse/service"
 )
 
-// newRouteOnlyServer builds a server whose routes can be listed; nothing in
-// it may be called.
+// newRouteOnlyServer builds a server whose routes can be listed, without a
+// database; nothing in it may be called.
 func newRouteOnlyServer(t *testing.T) *Server {
 	t.Helper()
 	s, err := New(Config{
 		Service:   (*service.Service)(nil),
 		Directory: auth.Dev(),
 		Policy:    &rules.Set{},
-		Metrics:   NewMetrics(),
-		Pool:      testdb.New(t),
+		Metrics:   metrics.New(),
+		Sessions:  (*service.ConsoleSessions)(nil),
 		BaseURL:   "http://127.0.0.1:8080",
 	})
 	if err != nil {

@@ -23,7 +23,7 @@ func (s *Server) routes(e *echo.Echo) {
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", echo.WrapHandler(s.cfg.Metrics.handler()))
+	e.GET("/metrics", echo.WrapHandler(s.cfg.Metrics.Handler()))
 	e.GET("/v1/openapi.json", s.openAPI)
 
 	v1 := e.Group("/v1", s.authenticateBearer, s.rateLimit)

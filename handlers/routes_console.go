@@ -21,19 +21,20 @@ func (s *Server) registerConsoleRoutes(e *echo.Echo) {
 	login.POST("/login", cn.loginSubmit)
 
 	pages := e.Group("", withSecurityHeaders, cn.refuseCrossOrigin, readForm, cn.requireSession, requireFormToken)
-	pages.GET("/", cn.queue)
-	pages.GET("/approvals/:id", cn.approvalShow)
-	pages.POST("/approvals/:id/resolve", cn.approvalResolve)
-	pages.GET("/history", cn.history)
-	pages.GET("/runs/:id", cn.runShow)
-	pages.GET("/policy", cn.policyShow)
-	pages.GET("/overview", cn.overview)
+	// Each page asks for the scope the API asks for the same data.
+	pages.GET("/", cn.queue, requireConsoleScope(scopeApprovalRead))
+	pages.GET("/approvals/:id", cn.approvalShow, requireConsoleScope(scopeApprovalRead))
+	pages.POST("/approvals/:id/resolve", cn.approvalResolve, requireConsoleScope(scopeApprovalResolve))
+	pages.GET("/history", cn.history, requireConsoleScope(scopeApprovalRead))
+	pages.GET("/runs/:id", cn.runShow, requireConsoleScope(scopeRunRead))
+	pages.GET("/policy", cn.policyShow, requireConsoleScope(scopeRunRead))
+	pages.GET("/overview", cn.overview, requireConsoleScope(scopeApprovalRead))
 	pages.POST("/logout", cn.logout)
 	pages.POST("/logout-everywhere", cn.logoutEverywhere)
 
 	// The queue's poll does not count as activity (idle timeout).
 	poll := e.Group("", withSecurityHeaders, cn.refuseCrossOrigin, cn.requireQuietSession)
-	poll.GET("/queue/updates", cn.queueUpdates)
+	poll.GET("/queue/updates", cn.queueUpdates, requireConsoleScope(scopeApprovalRead))
 }
 
 // staticFiles serves the files of fsys for GET and HEAD (with ranges and

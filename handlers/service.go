@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"time"
 
 	"gatehouse/engine"
 	"gatehouse/service"
@@ -33,3 +34,18 @@ type Service interface {
 }
 
 var _ Service = (*service.Service)(nil)
+
+// Sessions is what the console keeps in the database: its server-side
+// sessions and the sign-in throttle. *service.ConsoleSessions satisfies it.
+type Sessions interface {
+	Create(ctx context.Context, id, tenantID, principalID, csrf string, now time.Time) error
+	Get(ctx context.Context, id string, now time.Time, touch bool) (service.ConsoleSession, bool, error)
+	Delete(ctx context.Context, id string) error
+	DeletePrincipal(ctx context.Context, tenantID, principalID string) error
+	LoginAttempt(ctx context.Context, account, addr string, now time.Time) (service.LoginVerdict, time.Duration, error)
+	LoginReleased(ctx context.Context, account, addr string, now time.Time) error
+	LoginSucceeded(ctx context.Context, account, addr string) error
+	ThrottleWindow() time.Duration
+}
+
+var _ Sessions = (*service.ConsoleSessions)(nil)

@@ -16,6 +16,7 @@ import (
 
 	"gatehouse/auth"
 	"gatehouse/engine"
+	"gatehouse/service"
 )
 
 // The console cookie holds a random session id (or, before sign-in, the
@@ -39,7 +40,7 @@ type console struct {
 	s          *Server
 	cookies    *sessions.CookieStore
 	cookieName string
-	store      *sessionStore
+	store      Sessions
 	origin     *http.CrossOriginProtection
 }
 
@@ -59,7 +60,7 @@ func newConsole(s *Server) *console {
 	cs := sessions.NewCookieStore(pairs...)
 	cs.Options = &sessions.Options{
 		Path:     "/",
-		MaxAge:   int(sessionAbsolute.Seconds()),
+		MaxAge:   int(service.SessionAbsolute.Seconds()),
 		HttpOnly: true,
 		Secure:   secure,
 		SameSite: http.SameSiteLaxMode,
@@ -72,7 +73,7 @@ func newConsole(s *Server) *console {
 		s:          s,
 		cookies:    cs,
 		cookieName: name,
-		store:      &sessionStore{pool: s.cfg.Pool, throttle: s.cfg.LoginThrottle},
+		store:      s.cfg.Sessions,
 		origin:     http.NewCrossOriginProtection(),
 	}
 }
@@ -113,12 +114,12 @@ func (cn *console) signIn(c echo.Context, p engine.Principal) (consoleSession, e
 	ctx := c.Request().Context()
 	sess := cn.cookie(c)
 	if old, _ := sess.Values[cookieKeySession].(string); old != "" {
-		if err := cn.store.delete(ctx, old); err != nil {
+		if err := cn.store.Delete(ctx, old); err != nil {
 			return consoleSession{}, err
 		}
 	}
 	id, csrf := randomToken(), randomToken()
-	if err := cn.store.create(ctx, id, p.TenantID, p.ID, csrf, cn.s.now()); err != nil {
+	if err := cn.store.Create(ctx, id, p.TenantID, p.ID, csrf, cn.s.now()); err != nil {
 		return consoleSession{}, err
 	}
 	sess.Values = map[any]any{cookieKeySession: id}
@@ -136,7 +137,7 @@ func (cn *console) currentSession(c echo.Context, touch bool) (consoleSession, b
 	if id == "" {
 		return consoleSession{}, false, nil
 	}
-	row, ok, err := cn.store.get(c.Request().Context(), id, cn.s.now(), touch)
+	row, ok, err := cn.store.Get(c.Request().Context(), id, cn.s.now(), touch)
 	if err != nil || !ok {
 		return consoleSession{}, false, err
 	}

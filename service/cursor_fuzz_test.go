@@ -2,9 +2,10 @@ package service
 
 import (
 	"errors"
-	"gatehouse/engine"
 	"testing"
 	"time"
+
+	"gatehouse/engine"
 )
 
 // FuzzDecodeCursor: a cursor is client input. It decodes to a position with

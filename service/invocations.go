@@ -1,8 +1,6 @@
 package service
 
 import (
-	"gatehouse/internal/pgdb"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"gatehouse/engine"
+	"gatehouse/internal/pgdb"
 )
 
 const invocationColumns = `id::text, run_id::text, tenant_id, action_id::text, kind, tool_name, tool_version,

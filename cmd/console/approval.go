@@ -7,13 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"text/tabwriter"
 	"time"
 
 	"gatehouse/auth"
 	"gatehouse/engine"
+	"gatehouse/rules"
 	"gatehouse/service"
 )
 
@@ -23,45 +23,21 @@ import (
 // the API and the console: list and show need approval.read, resolve needs
 // approval.resolve, and a resolution is recorded under the principal's id,
 // so the profile's distinct-resolver rule applies to the CLI too.
-func runApproval(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("approval", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL connection string (DATABASE_URL)")
-	principalID := fs.String("principal", "", "principal to act as, from the principals file (required; AUTH_MODE=dev: dev)")
-	principalsFile := fs.String("principals", envOr("CONSOLE_PRINCIPALS", "./principals.yaml"), "principals file (CONSOLE_PRINCIPALS)")
-	status := fs.String("status", "pending", "list: pending, resolved, approved, denied, expired or cancelled")
-	runID := fs.String("run", "", "list: only this run's approvals")
-	limit := fs.Int("limit", 50, "list: at most this many (max 200)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	reason := fs.String("reason", "", "resolve: reason recorded with the resolution")
-	rest, err := parseInterspersed(fs, args)
-	if err != nil {
-		return fmt.Errorf("%w: approval: %w", errUsage, err)
-	}
-	if len(rest) == 0 {
-		return fmt.Errorf("%w: approval list|show|resolve", errUsage)
-	}
-	cmd, rest := rest[0], rest[1:]
-	scope := "approval.read"
-	switch {
-	case cmd == "list" && len(rest) == 0:
-	case cmd == "show" && len(rest) == 1:
-	case cmd == "resolve" && len(rest) == 2:
-		scope = "approval.resolve"
-	default:
-		return fmt.Errorf("%w: approval list | show ID | resolve ID approve_once|deny [--reason R] --principal ID", errUsage)
-	}
-	p, err := approvalPrincipal(*principalsFile, *principalID, scope)
+func runApproval(ctx context.Context, env envConfig, args []string, stdout io.Writer) error {
+	req, err := parseApprovalArgs(env, args)
 	if err != nil {
 		return err
 	}
-
-	pool, err := connect(ctx, *dbURL)
+	p, err := approvalPrincipal(env.DevMode, req.principalsFile, req.principalID, req.scope)
+	if err != nil {
+		return err
+	}
+	pool, err := connect(ctx, req.dbURL)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	policy, err := loadPolicyFromEnv()
+	policy, err := rules.Load(env.policyOptions())
 	if err != nil {
 		return fmt.Errorf("loading policy: %w", err)
 	}
@@ -69,52 +45,116 @@ func runApproval(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-
-	switch cmd {
+	switch req.cmd {
 	case "list":
-		page, err := svc.ListApprovals(ctx, p, service.ApprovalFilter{
-			Status: engine.ApprovalStatus(*status), RunID: *runID, Limit: *limit,
-		})
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return writeJSON(stdout, page)
-		}
-		return printApprovalTable(stdout, page.Items)
+		return approvalList(ctx, svc, p, req, stdout)
 	case "show":
-		a, err := svc.GetApproval(ctx, p, rest[0])
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return writeJSON(stdout, a)
-		}
-		return printApproval(stdout, a)
+		return approvalShow(ctx, svc, p, req, stdout)
 	default:
-		out, err := svc.ResolveApproval(ctx, p, rest[0], engine.ApprovalResolutionType(rest[1]), *reason)
-		if err != nil {
+		return approvalResolve(ctx, svc, p, req, stdout)
+	}
+}
+
+// approvalRequest is one parsed `console approval` command line.
+type approvalRequest struct {
+	cmd            string   // list, show or resolve
+	rest           []string // show: ID; resolve: ID and resolution
+	scope          string   // what cmd needs of the principal
+	dbURL          string
+	principalID    string
+	principalsFile string
+	status         string
+	runID          string
+	limit          int
+	asJSON         bool
+	reason         string
+}
+
+// parseApprovalArgs reads the flags (anywhere on the line) and checks the
+// command's arity.
+func parseApprovalArgs(env envConfig, args []string) (approvalRequest, error) {
+	var req approvalRequest
+	fs := flag.NewFlagSet("approval", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&req.dbURL, "database-url", env.DatabaseURL, "PostgreSQL connection string (DATABASE_URL)")
+	fs.StringVar(&req.principalID, "principal", "", "principal to act as, from the principals file (required; AUTH_MODE=dev: dev)")
+	fs.StringVar(&req.principalsFile, "principals", env.Principals, "principals file (CONSOLE_PRINCIPALS)")
+	fs.StringVar(&req.status, "status", "pending", "list: pending, resolved, approved, denied, expired or cancelled")
+	fs.StringVar(&req.runID, "run", "", "list: only this run's approvals")
+	fs.IntVar(&req.limit, "limit", 50, "list: at most this many (max 200)")
+	fs.BoolVar(&req.asJSON, "json", false, "print JSON")
+	fs.StringVar(&req.reason, "reason", "", "resolve: reason recorded with the resolution")
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
+		return req, fmt.Errorf("%w: approval: %w", errUsage, err)
+	}
+	if len(rest) == 0 {
+		return req, fmt.Errorf("%w: approval list|show|resolve", errUsage)
+	}
+	req.cmd, req.rest = rest[0], rest[1:]
+	req.scope = "approval.read"
+	switch {
+	case req.cmd == "list" && len(req.rest) == 0:
+	case req.cmd == "show" && len(req.rest) == 1:
+	case req.cmd == "resolve" && len(req.rest) == 2:
+		req.scope = "approval.resolve"
+	default:
+		return req, fmt.Errorf("%w: approval list | show ID | resolve ID approve_once|deny [--reason R] --principal ID", errUsage)
+	}
+	return req, nil
+}
+
+// approvalList prints one page of the principal's approvals.
+func approvalList(ctx context.Context, svc *service.Service, p engine.Principal, req approvalRequest, stdout io.Writer) error {
+	page, err := svc.ListApprovals(ctx, p, service.ApprovalFilter{
+		Status: engine.ApprovalStatus(req.status), RunID: req.runID, Limit: req.limit,
+	})
+	if err != nil {
+		return err
+	}
+	if req.asJSON {
+		return writeJSON(stdout, page)
+	}
+	return printApprovalTable(stdout, page.Items)
+}
+
+// approvalShow prints one approval.
+func approvalShow(ctx context.Context, svc *service.Service, p engine.Principal, req approvalRequest, stdout io.Writer) error {
+	a, err := svc.GetApproval(ctx, p, req.rest[0])
+	if err != nil {
+		return err
+	}
+	if req.asJSON {
+		return writeJSON(stdout, a)
+	}
+	return printApproval(stdout, a)
+}
+
+// approvalResolve settles one approval; a conflict (settled differently
+// before) is printed and then fails the command.
+func approvalResolve(ctx context.Context, svc *service.Service, p engine.Principal, req approvalRequest, stdout io.Writer) error {
+	out, err := svc.ResolveApproval(ctx, p, req.rest[0], engine.ApprovalResolutionType(req.rest[1]), req.reason)
+	if err != nil {
+		return err
+	}
+	if req.asJSON {
+		if err := writeJSON(stdout, map[string]any{"result": out.Result, "approval": out.Approval}); err != nil {
 			return err
 		}
-		if *asJSON {
-			if err := writeJSON(stdout, map[string]any{"result": out.Result, "approval": out.Approval}); err != nil {
-				return err
-			}
-		} else {
-			fmt.Fprintf(stdout, "%s: %s (%s by %s)\n", out.Result, out.Approval.ID, out.Approval.Status, orDash(out.Approval.ResolvedBy))
-		}
-		if out.Result == service.ResolveConflict {
-			return errors.New("conflict: the approval was already settled differently")
-		}
-		return nil
+	} else {
+		fmt.Fprintf(stdout, "%s: %s (%s by %s)\n", out.Result, out.Approval.ID, out.Approval.Status, orDash(out.Approval.ResolvedBy))
 	}
+	if out.Result == service.ResolveConflict {
+		return errors.New("conflict: the approval was already settled differently")
+	}
+	return nil
 }
 
 // approvalPrincipal finds the principal the CLI acts as: in the principals
 // file, or the dev principal under AUTH_MODE=dev, and holding scope.
-func approvalPrincipal(file, id, scope string) (engine.Principal, error) {
+func approvalPrincipal(devMode bool, file, id, scope string) (engine.Principal, error) {
 	var dir *auth.Directory
-	if os.Getenv("AUTH_MODE") == "dev" {
+	if devMode {
 		dir = auth.Dev()
 		if id == "" {
 			id = auth.DevPrincipalID

@@ -86,7 +86,7 @@ func TestApprovalCommands(t *testing.T) {
 	ctx := context.Background()
 	approval := func(args ...string) (string, error) {
 		var out bytes.Buffer
-		err := runApproval(ctx, args, &out)
+		err := runApproval(ctx, loadEnvConfig(os.Getenv), args, &out)
 		return out.String(), err
 	}
 

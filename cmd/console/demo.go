@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -22,11 +21,11 @@ import (
 
 // runDemo runs the demo agent against a server: `console demo --url U
 // --token T` (or GATEHOUSE_URL / GATEHOUSE_TOKEN).
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runDemo(ctx context.Context, env envConfig, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	baseURL := fs.String("url", envOr("GATEHOUSE_URL", "http://127.0.0.1:8080"), "server base URL (GATEHOUSE_URL)")
-	token := fs.String("token", os.Getenv("GATEHOUSE_TOKEN"), "bearer token of a principal with run.write and run.read (GATEHOUSE_TOKEN)")
+	baseURL := fs.String("url", env.ServerURL, "server base URL (GATEHOUSE_URL)")
+	token := fs.String("token", env.Token, "bearer token of a principal with run.write and run.read (GATEHOUSE_TOKEN)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}

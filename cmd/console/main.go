@@ -47,19 +47,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fmt.Errorf("%w: no command", errUsage)
 	}
 	cmd, rest := args[0], args[1:]
+	env := loadEnvConfig(os.Getenv)
 	switch cmd {
 	case "serve":
-		return runServe(ctx, rest, stderr)
+		return runServe(ctx, env, rest, stderr)
 	case "migrate":
-		return runMigrate(ctx, rest, stdout)
+		return runMigrate(ctx, env, rest, stdout)
 	case "policy":
-		return runPolicy(rest, stdin, stdout)
+		return runPolicy(env, rest, stdin, stdout)
 	case "approval":
-		return runApproval(ctx, rest, stdout)
+		return runApproval(ctx, env, rest, stdout)
 	case "principal":
 		return runPrincipal(rest, stdin, stdout)
 	case "demo":
-		return runDemo(ctx, rest, stdout, stderr)
+		return runDemo(ctx, env, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

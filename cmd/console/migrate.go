@@ -1,27 +1,25 @@
 package main
 
 import (
-	"gatehouse/internal/pgdb"
-
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"gatehouse/internal/pgdb"
 	"gatehouse/migrations"
 )
 
 // runMigrate is `console migrate up|status`.
-func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
+func runMigrate(ctx context.Context, env envConfig, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL connection string (DATABASE_URL)")
+	dbURL := fs.String("database-url", env.DatabaseURL, "PostgreSQL connection string (DATABASE_URL)")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return fmt.Errorf("%w: migrate: %w", errUsage, err)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -15,7 +16,7 @@ func TestMigrateCommands(t *testing.T) {
 	migrate := func(args ...string) string {
 		t.Helper()
 		var out bytes.Buffer
-		if err := runMigrate(ctx, append(args, "--database-url", dbURL), &out); err != nil {
+		if err := runMigrate(ctx, loadEnvConfig(os.Getenv), append(args, "--database-url", dbURL), &out); err != nil {
 			t.Fatalf("migrate %v: %v", args, err)
 		}
 		return out.String()
@@ -34,7 +35,7 @@ func TestMigrateCommands(t *testing.T) {
 		t.Fatalf("status after up:\n%s", out)
 	}
 	var sink bytes.Buffer
-	if err := runMigrate(ctx, []string{"down", "--database-url", dbURL}, &sink); err == nil {
+	if err := runMigrate(ctx, loadEnvConfig(os.Getenv), []string{"down", "--database-url", dbURL}, &sink); err == nil {
 		t.Fatal("migrate down accepted")
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -19,7 +18,7 @@ const maxEvalInput = 1 << 20
 
 // runPolicy is `console policy version|check|eval`: the loaded policy, read
 // from the same files and environment variables `serve` reads.
-func runPolicy(args []string, stdin io.Reader, stdout io.Writer) error {
+func runPolicy(env envConfig, args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: policy needs version, check or eval", errUsage)
 	}
@@ -32,7 +31,7 @@ func runPolicy(args []string, stdin io.Reader, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: policy %s takes no arguments", errUsage, args[0])
 	}
-	set, err := loadPolicyFromEnv()
+	set, err := rules.Load(env.policyOptions())
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
@@ -135,16 +134,5 @@ func policyEval(set *rules.Set, profileFlag string, stdin io.Reader, stdout io.W
 		Risk:          out.Decision.Risk,
 		SideEffect:    out.Decision.SideEffect,
 		MissingScopes: out.MissingScopes,
-	})
-}
-
-// loadPolicyFromEnv loads the built-in policy files with the operator's
-// CONSOLE_POLICY_DIR, CONSOLE_TOOLS and CONSOLE_POLICY_PROFILE, as the
-// one-shot commands read them (serve takes flags over the same variables).
-func loadPolicyFromEnv() (*rules.Set, error) {
-	return rules.Load(rules.Options{
-		PolicyDir:      os.Getenv("CONSOLE_POLICY_DIR"),
-		ToolsFile:      os.Getenv("CONSOLE_TOOLS"),
-		DefaultProfile: os.Getenv("CONSOLE_POLICY_PROFILE"),
 	})
 }

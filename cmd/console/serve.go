@@ -1,8 +1,6 @@
 package main
 
 import (
-	"gatehouse/internal/pgdb"
-
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -25,13 +23,15 @@ import (
 
 	"gatehouse/auth"
 	"gatehouse/handlers"
+	"gatehouse/internal/metrics"
+	"gatehouse/internal/pgdb"
 	"gatehouse/migrations"
 	"gatehouse/rules"
 	"gatehouse/service"
 )
 
-// serveConfig is `console serve`'s configuration: environment variables
-// (DESIGN §2) as defaults, flags over them.
+// serveConfig is `console serve`'s configuration: the environment
+// (envConfig) as defaults, flags over them.
 type serveConfig struct {
 	databaseURL    string
 	addr           string
@@ -52,28 +52,27 @@ type serveConfig struct {
 	shutdownGrace  time.Duration
 }
 
-func parseServeConfig(args []string, stderr io.Writer) (serveConfig, error) {
+func parseServeConfig(env envConfig, args []string, stderr io.Writer) (serveConfig, error) {
 	var cfg serveConfig
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	env := os.Getenv
-	fs.StringVar(&cfg.databaseURL, "database-url", env("DATABASE_URL"), "PostgreSQL connection string (DATABASE_URL)")
-	fs.StringVar(&cfg.addr, "addr", envOr("CONSOLE_ADDR", "127.0.0.1:8080"), "listen address (CONSOLE_ADDR)")
-	fs.StringVar(&cfg.baseURL, "base-url", env("CONSOLE_BASE_URL"), "absolute origin of the console (CONSOLE_BASE_URL; default http://ADDR)")
-	fs.StringVar(&cfg.principals, "principals", envOr("CONSOLE_PRINCIPALS", "./principals.yaml"), "principals file (CONSOLE_PRINCIPALS)")
-	fs.BoolVar(&cfg.devMode, "dev", env("AUTH_MODE") == "dev", "development auth: one principal with every scope, loopback only (AUTH_MODE=dev)")
-	fs.StringVar(&cfg.sessionKeys, "session-keys", env("CONSOLE_SESSION_KEYS"), "comma-separated hex cookie keys, first signs (CONSOLE_SESSION_KEYS)")
-	fs.StringVar(&cfg.policyProfile, "policy-profile", env("CONSOLE_POLICY_PROFILE"), "default policy profile (CONSOLE_POLICY_PROFILE)")
-	fs.StringVar(&cfg.policyDir, "policy-dir", env("CONSOLE_POLICY_DIR"), "operator profiles directory (CONSOLE_POLICY_DIR)")
-	fs.StringVar(&cfg.toolsFile, "tools", env("CONSOLE_TOOLS"), "operator tool catalog (CONSOLE_TOOLS)")
+	fs.StringVar(&cfg.databaseURL, "database-url", env.DatabaseURL, "PostgreSQL connection string (DATABASE_URL)")
+	fs.StringVar(&cfg.addr, "addr", env.Addr, "listen address (CONSOLE_ADDR)")
+	fs.StringVar(&cfg.baseURL, "base-url", env.BaseURL, "absolute origin of the console (CONSOLE_BASE_URL; default http://ADDR)")
+	fs.StringVar(&cfg.principals, "principals", env.Principals, "principals file (CONSOLE_PRINCIPALS)")
+	fs.BoolVar(&cfg.devMode, "dev", env.DevMode, "development auth: one principal with every scope, loopback only (AUTH_MODE=dev)")
+	fs.StringVar(&cfg.sessionKeys, "session-keys", env.SessionKeys, "comma-separated hex cookie keys, first signs (CONSOLE_SESSION_KEYS)")
+	fs.StringVar(&cfg.policyProfile, "policy-profile", env.PolicyProfile, "default policy profile (CONSOLE_POLICY_PROFILE)")
+	fs.StringVar(&cfg.policyDir, "policy-dir", env.PolicyDir, "operator profiles directory (CONSOLE_POLICY_DIR)")
+	fs.StringVar(&cfg.toolsFile, "tools", env.ToolsFile, "operator tool catalog (CONSOLE_TOOLS)")
 	fs.BoolVar(&cfg.demo, "demo", false, "run the demo agent in-process (dev mode only)")
-	fs.StringVar(&cfg.allowedHosts, "allowed-hosts", env("CONSOLE_ALLOWED_HOSTS"), "comma-separated further Host names to answer for, beyond the base URL's (CONSOLE_ALLOWED_HOSTS)")
-	fs.BoolVar(&cfg.trustXFF, "trust-x-forwarded-for", env("CONSOLE_TRUST_XFF") == "1", "take the client address from X-Forwarded-For set by a proxy on a private network (CONSOLE_TRUST_XFF=1)")
+	fs.StringVar(&cfg.allowedHosts, "allowed-hosts", env.AllowedHosts, "comma-separated further Host names to answer for, beyond the base URL's (CONSOLE_ALLOWED_HOSTS)")
+	fs.BoolVar(&cfg.trustXFF, "trust-x-forwarded-for", env.TrustXFF, "take the client address from X-Forwarded-For set by a proxy on a private network (CONSOLE_TRUST_XFF=1)")
 	fs.DurationVar(&cfg.shutdownGrace, "shutdown-grace", 15*time.Second, "how long in-flight requests may finish at shutdown")
-	reaper := fs.String("reaper-interval", envOr("CONSOLE_REAPER_INTERVAL", "5s"), "expiry reaper period; 0 disables it here (CONSOLE_REAPER_INTERVAL)")
-	maxConns := fs.String("db-max-conns", envOr("CONSOLE_DB_MAX_CONNS", "20"), "database pool size (CONSOLE_DB_MAX_CONNS)")
-	rate := fs.String("rate-limit", envOr("CONSOLE_RATE_LIMIT", "50"), "API requests per second per principal (CONSOLE_RATE_LIMIT)")
-	burst := fs.String("rate-burst", envOr("CONSOLE_RATE_BURST", "100"), "API burst per principal (CONSOLE_RATE_BURST)")
+	reaper := fs.String("reaper-interval", env.ReaperInterval, "expiry reaper period; 0 disables it here (CONSOLE_REAPER_INTERVAL)")
+	maxConns := fs.String("db-max-conns", env.DBMaxConns, "database pool size (CONSOLE_DB_MAX_CONNS)")
+	rate := fs.String("rate-limit", env.RateLimit, "API requests per second per principal (CONSOLE_RATE_LIMIT)")
+	burst := fs.String("rate-burst", env.RateBurst, "API burst per principal (CONSOLE_RATE_BURST)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -108,13 +107,6 @@ func parseServeConfig(args []string, stderr io.Writer) (serveConfig, error) {
 	return cfg, nil
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 // isLoopback reports whether a listen address binds only the loopback
 // interface; an empty host binds every interface.
 func isLoopback(addr string) bool {
@@ -129,37 +121,18 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func runServe(ctx context.Context, args []string, stderr io.Writer) error {
-	cfg, err := parseServeConfig(args, stderr)
+// runServe is `console serve`: load the policy and the principals,
+// migrate, wire the service and the HTTP server, then serve until ctx ends.
+func runServe(ctx context.Context, env envConfig, args []string, stderr io.Writer) error {
+	cfg, err := parseServeConfig(env, args, stderr)
 	if err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
-
-	policy, err := rules.Load(rules.Options{PolicyDir: cfg.policyDir, ToolsFile: cfg.toolsFile, DefaultProfile: cfg.policyProfile})
-	if err != nil {
-		return fmt.Errorf("loading policy: %w", err)
-	}
-	dir, err := loadPrincipals(cfg)
+	in, err := loadServeInputs(cfg)
 	if err != nil {
 		return err
 	}
-	keys, err := sessionKeys(cfg)
-	if err != nil {
-		return err
-	}
-	var demoToken string
-	if cfg.demo {
-		// Minted per process and kept in memory: the demo agent is the only
-		// holder and it dies with the server.
-		if demoToken, _, err = auth.NewToken(); err != nil {
-			return err
-		}
-		if dir, err = dir.WithToken(auth.DevPrincipalID, demoToken); err != nil {
-			return err
-		}
-	}
-
 	pool, err := openPool(ctx, cfg)
 	if err != nil {
 		return err
@@ -170,18 +143,67 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	logger.Info("migrations applied", "count", len(applied))
+	svc, srv, err := buildServer(ctx, cfg, in, pool, logger)
+	if err != nil {
+		return err
+	}
+	return serveUntilDone(ctx, cfg, in, svc, srv.Handler(), logger)
+}
 
-	metrics := handlers.NewMetrics()
+// serveInputs is what serve reads before it touches the database.
+type serveInputs struct {
+	policy *rules.Set
+	dir    *auth.Directory
+	keys   [][]byte
+	// demoToken is the in-process demo agent's bearer token (--demo).
+	demoToken string
+}
+
+// loadServeInputs loads the policy, the principals and the cookie keys,
+// and mints the demo agent's token.
+func loadServeInputs(cfg serveConfig) (serveInputs, error) {
+	var in serveInputs
+	var err error
+	if in.policy, err = rules.Load(rules.Options{PolicyDir: cfg.policyDir, ToolsFile: cfg.toolsFile, DefaultProfile: cfg.policyProfile}); err != nil {
+		return in, fmt.Errorf("loading policy: %w", err)
+	}
+	if in.dir, err = loadPrincipals(cfg); err != nil {
+		return in, err
+	}
+	if in.keys, err = sessionKeys(cfg); err != nil {
+		return in, err
+	}
+	if cfg.demo {
+		// Minted per process and kept in memory: the demo agent is the only
+		// holder and it dies with the server.
+		if in.demoToken, _, err = auth.NewToken(); err != nil {
+			return in, err
+		}
+		if in.dir, err = in.dir.WithToken(auth.DevPrincipalID, in.demoToken); err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
+// buildServer wires the service, the console's sessions and the HTTP
+// handlers over pool, with the metrics the service reports into.
+func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgxpool.Pool, logger *slog.Logger) (*service.Service, *handlers.Server, error) {
+	m := metrics.New()
 	svc, err := service.New(ctx, service.Config{
 		Pool:       pool,
-		Policy:     policy,
-		Principals: dir,
+		Policy:     in.policy,
+		Principals: in.dir,
 		Logger:     logger,
-		Metrics:    metrics,
+		Metrics:    m,
 		ReplicaID:  replicaID(),
 	})
 	if err != nil {
-		return fmt.Errorf("starting service: %w", err)
+		return nil, nil, fmt.Errorf("starting service: %w", err)
+	}
+	sessions, err := service.NewConsoleSessions(pool, service.LoginThrottle{})
+	if err != nil {
+		return nil, nil, err
 	}
 	ipExtractor := echo.ExtractIPDirect()
 	if cfg.trustXFF {
@@ -189,29 +211,35 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	srv, err := handlers.New(handlers.Config{
 		Service:      svc,
-		Directory:    dir,
-		Policy:       policy,
+		Directory:    in.dir,
+		Policy:       in.policy,
 		Logger:       logger,
-		Metrics:      metrics,
+		Metrics:      m,
 		BaseURL:      cfg.baseURL,
 		ListenAddr:   cfg.addr,
 		AllowedHosts: splitList(cfg.allowedHosts),
 		DevMode:      cfg.devMode,
-		SessionKeys:  keys,
-		Pool:         pool,
+		SessionKeys:  in.keys,
+		Sessions:     sessions,
 		RateLimit:    handlers.RateLimit{PerSecond: cfg.ratePerSecond, Burst: cfg.rateBurst},
 		IPExtractor:  ipExtractor,
 	})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
+	return svc, srv, nil
+}
 
+// serveUntilDone listens, runs the event listener, the reaper and the demo
+// agent beside the HTTP server, and when ctx ends gives in-flight requests
+// the shutdown grace before it stops them all.
+func serveUntilDone(ctx context.Context, cfg serveConfig, in serveInputs, svc *service.Service, h http.Handler, logger *slog.Logger) error {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
 	}
 	httpSrv := &http.Server{
-		Handler:           srv.Handler(),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		// Above the 30 s event long-poll.
@@ -231,10 +259,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	logger.Info("serving", "addr", ln.Addr().String(), "dev_mode", cfg.devMode,
-		"policy_profile", policy.DefaultProfile(), "reaper_interval", cfg.reaperInterval.String())
+		"policy_profile", in.policy.DefaultProfile(), "reaper_interval", cfg.reaperInterval.String())
 	if cfg.demo {
 		wg.Go(func() {
-			if err := demoLoop(bg, cfg.baseURL, demoToken, logger); err != nil && bg.Err() == nil {
+			if err := demoLoop(bg, cfg.baseURL, in.demoToken, logger); err != nil && bg.Err() == nil {
 				logger.Error("demo agent stopped", "error", err)
 			}
 		})

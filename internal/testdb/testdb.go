@@ -6,8 +6,6 @@
 package testdb
 
 import (
-	"gatehouse/internal/pgdb"
-
 	"context"
 	"fmt"
 	"net/url"
@@ -22,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"gatehouse/internal/pgdb"
 	"gatehouse/migrations"
 )
 

@@ -1,4 +1,4 @@
-package handlers
+package metrics
 
 import (
 	"testing"
@@ -13,7 +13,7 @@ import (
 // labels an operator slices them by.
 func TestMetricsSeries(t *testing.T) {
 	t.Parallel()
-	m := NewMetrics()
+	m := New()
 	m.ApprovalRequested(engine.SideEffectFinancial, engine.RiskCritical)
 	m.ApprovalRequested(engine.SideEffectFinancial, engine.RiskCritical)
 	m.ApprovalResolved(engine.ApprovalApproved, 90*time.Second)
@@ -22,7 +22,7 @@ func TestMetricsSeries(t *testing.T) {
 	m.Denied("approval.denied")
 	m.CircuitBreakerTripped()
 	m.RevalidationVoided(engine.VoidArgumentsChanged)
-	m.observeHTTP("POST", "/v1/runs/:id/actions", 200, 5*time.Millisecond)
+	m.ObserveHTTP("POST", "/v1/runs/:id/actions", 200, 5*time.Millisecond)
 
 	for name, got := range map[string]float64{
 		"requests financial/critical": testutil.ToFloat64(m.approvalRequests.WithLabelValues("financial", "critical")),

@@ -1,4 +1,7 @@
-package handlers
+// Package metrics holds Gatehouse's Prometheus series: the domain counts
+// the service reports (service.Metrics) and the HTTP request durations the
+// server observes.
+package metrics
 
 import (
 	"net/http"
@@ -31,9 +34,9 @@ type Metrics struct {
 
 var _ service.Metrics = (*Metrics)(nil)
 
-// NewMetrics registers every metric, plus the Go runtime and process
+// New registers every metric, plus the Go runtime and process
 // collectors, on a fresh registry.
-func NewMetrics() *Metrics {
+func New() *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
 		approvalRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -81,7 +84,8 @@ func NewMetrics() *Metrics {
 // Registry is where the metrics live (for tests and extra collectors).
 func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
 
-func (m *Metrics) handler() http.Handler {
+// Handler serves the registry in the Prometheus text format (/metrics).
+func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
 
@@ -103,7 +107,8 @@ func (m *Metrics) CircuitBreakerTripped() { m.breakerTrips.Inc() }
 
 func (m *Metrics) RevalidationVoided(cause string) { m.revalidationVoids.WithLabelValues(cause).Inc() }
 
-func (m *Metrics) observeHTTP(method, route string, status int, d time.Duration) {
+// ObserveHTTP records one request's duration under its route template.
+func (m *Metrics) ObserveHTTP(method, route string, status int, d time.Duration) {
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
 	default:

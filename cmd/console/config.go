@@ -1,0 +1,63 @@
+package main
+
+import "gatehouse/rules"
+
+// envConfig is every environment variable the commands read (DESIGN §2),
+// read once in run and handed to each command; a command's flags default to
+// these values and override them. Numbers and durations stay text here:
+// only serve reads them, and it reports a bad value with its flag's name.
+type envConfig struct {
+	DatabaseURL    string // DATABASE_URL
+	DevMode        bool   // AUTH_MODE=dev
+	Principals     string // CONSOLE_PRINCIPALS; default ./principals.yaml
+	PolicyProfile  string // CONSOLE_POLICY_PROFILE
+	PolicyDir      string // CONSOLE_POLICY_DIR
+	ToolsFile      string // CONSOLE_TOOLS
+	Addr           string // CONSOLE_ADDR; default 127.0.0.1:8080
+	BaseURL        string // CONSOLE_BASE_URL
+	SessionKeys    string // CONSOLE_SESSION_KEYS
+	AllowedHosts   string // CONSOLE_ALLOWED_HOSTS
+	TrustXFF       bool   // CONSOLE_TRUST_XFF=1
+	ReaperInterval string // CONSOLE_REAPER_INTERVAL; default 5s
+	DBMaxConns     string // CONSOLE_DB_MAX_CONNS; default 20
+	RateLimit      string // CONSOLE_RATE_LIMIT; default 50
+	RateBurst      string // CONSOLE_RATE_BURST; default 100
+	ServerURL      string // GATEHOUSE_URL (demo); default http://127.0.0.1:8080
+	Token          string // GATEHOUSE_TOKEN (demo)
+}
+
+// loadEnvConfig reads the environment through getenv (os.Getenv), with
+// the defaults of an unset or empty variable.
+func loadEnvConfig(getenv func(string) string) envConfig {
+	or := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	return envConfig{
+		DatabaseURL:    getenv("DATABASE_URL"),
+		DevMode:        getenv("AUTH_MODE") == "dev",
+		Principals:     or("CONSOLE_PRINCIPALS", "./principals.yaml"),
+		PolicyProfile:  getenv("CONSOLE_POLICY_PROFILE"),
+		PolicyDir:      getenv("CONSOLE_POLICY_DIR"),
+		ToolsFile:      getenv("CONSOLE_TOOLS"),
+		Addr:           or("CONSOLE_ADDR", "127.0.0.1:8080"),
+		BaseURL:        getenv("CONSOLE_BASE_URL"),
+		SessionKeys:    getenv("CONSOLE_SESSION_KEYS"),
+		AllowedHosts:   getenv("CONSOLE_ALLOWED_HOSTS"),
+		TrustXFF:       getenv("CONSOLE_TRUST_XFF") == "1",
+		ReaperInterval: or("CONSOLE_REAPER_INTERVAL", "5s"),
+		DBMaxConns:     or("CONSOLE_DB_MAX_CONNS", "20"),
+		RateLimit:      or("CONSOLE_RATE_LIMIT", "50"),
+		RateBurst:      or("CONSOLE_RATE_BURST", "100"),
+		ServerURL:      or("GATEHOUSE_URL", "http://127.0.0.1:8080"),
+		Token:          getenv("GATEHOUSE_TOKEN"),
+	}
+}
+
+// policyOptions are the policy files the environment names; serve's flags
+// may replace them.
+func (e envConfig) policyOptions() rules.Options {
+	return rules.Options{PolicyDir: e.PolicyDir, ToolsFile: e.ToolsFile, DefaultProfile: e.PolicyProfile}
+}

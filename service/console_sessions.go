@@ -1,0 +1,142 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Console session lifetimes (DESIGN §9).
+const (
+	SessionAbsolute = 12 * time.Hour
+	SessionIdle     = 30 * time.Minute
+	// sessionTouchEvery bounds last_seen writes to one a minute per session
+	// instead of one per page view.
+	sessionTouchEvery = time.Minute
+)
+
+// All SQL of console_sessions (migrations/00100_console_sessions.sql).
+const (
+	sessionInsert = `
+INSERT INTO console_sessions (id_hash, tenant_id, principal_id, csrf_token, created_at, last_seen)
+VALUES ($1, $2, $3, $4, $5, $5)`
+
+	sessionGetLive = `
+SELECT tenant_id, principal_id, csrf_token, last_seen
+  FROM console_sessions
+ WHERE id_hash = $1 AND created_at > $2 AND last_seen > $3`
+
+	sessionTouch = `
+UPDATE console_sessions SET last_seen = $2 WHERE id_hash = $1 AND last_seen < $2`
+
+	sessionDelete = `DELETE FROM console_sessions WHERE id_hash = $1`
+
+	sessionDeletePrincipal = `
+DELETE FROM console_sessions WHERE tenant_id = $1 AND principal_id = $2`
+
+	sessionDeleteExpired = `
+DELETE FROM console_sessions WHERE created_at <= $1 OR last_seen <= $2`
+)
+
+// consoleDBTimeout bounds every session and throttle query: a stuck
+// database must not hold a page view forever.
+const consoleDBTimeout = 5 * time.Second
+
+// ConsoleSession is a live server-side console session.
+type ConsoleSession struct {
+	TenantID    string
+	PrincipalID string
+	CSRF        string
+}
+
+// ConsoleSessions keeps console sessions and login failures in PostgreSQL
+// (console_sessions, console_login_failures). It needs no Service: the
+// console signs humans in before any run or approval is touched.
+type ConsoleSessions struct {
+	pool     *pgxpool.Pool
+	throttle LoginThrottle
+}
+
+// NewConsoleSessions builds the store over pool. A zero throttle is
+// DefaultLoginThrottle; any other must have every budget, window and
+// backoff positive. Nothing is queried until a method is called.
+func NewConsoleSessions(pool *pgxpool.Pool, throttle LoginThrottle) (*ConsoleSessions, error) {
+	if throttle == (LoginThrottle{}) {
+		throttle = DefaultLoginThrottle
+	}
+	if !throttle.valid() {
+		return nil, errors.New("service: login throttle needs positive budgets, windows and backoffs")
+	}
+	return &ConsoleSessions{pool: pool, throttle: throttle}, nil
+}
+
+// hashSessionID is the row key of a session id: the table never holds an
+// id a stolen backup could replay.
+func hashSessionID(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+// Create stores a new session and prunes expired ones, so the table stays
+// the size of the live sessions without a separate sweeper.
+func (st *ConsoleSessions) Create(ctx context.Context, id, tenantID, principalID, csrf string, now time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, consoleDBTimeout)
+	defer cancel()
+	if _, err := st.pool.Exec(ctx, sessionDeleteExpired, now.Add(-SessionAbsolute), now.Add(-SessionIdle)); err != nil {
+		return fmt.Errorf("session: prune: %w", TranslateDBError(err))
+	}
+	if _, err := st.pool.Exec(ctx, sessionInsert, hashSessionID(id), tenantID, principalID, csrf, now); err != nil {
+		return fmt.Errorf("session: create: %w", TranslateDBError(err))
+	}
+	return nil
+}
+
+// Get returns a live session (within both lifetimes); ok is false when
+// there is none. With touch, the request counts as activity and refreshes
+// the session's idle clock.
+func (st *ConsoleSessions) Get(ctx context.Context, id string, now time.Time, touch bool) (row ConsoleSession, ok bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, consoleDBTimeout)
+	defer cancel()
+	key := hashSessionID(id)
+	var lastSeen time.Time
+	err = st.pool.QueryRow(ctx, sessionGetLive, key, now.Add(-SessionAbsolute), now.Add(-SessionIdle)).
+		Scan(&row.TenantID, &row.PrincipalID, &row.CSRF, &lastSeen)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ConsoleSession{}, false, nil
+	}
+	if err != nil {
+		return ConsoleSession{}, false, fmt.Errorf("session: get: %w", TranslateDBError(err))
+	}
+	if touch && now.Sub(lastSeen) >= sessionTouchEvery {
+		if _, err := st.pool.Exec(ctx, sessionTouch, key, now); err != nil {
+			return ConsoleSession{}, false, fmt.Errorf("session: touch: %w", TranslateDBError(err))
+		}
+	}
+	return row, true, nil
+}
+
+// Delete ends one session.
+func (st *ConsoleSessions) Delete(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, consoleDBTimeout)
+	defer cancel()
+	if _, err := st.pool.Exec(ctx, sessionDelete, hashSessionID(id)); err != nil {
+		return fmt.Errorf("session: delete: %w", TranslateDBError(err))
+	}
+	return nil
+}
+
+// DeletePrincipal ends every session of a principal ("sign out everywhere").
+func (st *ConsoleSessions) DeletePrincipal(ctx context.Context, tenantID, principalID string) error {
+	ctx, cancel := context.WithTimeout(ctx, consoleDBTimeout)
+	defer cancel()
+	if _, err := st.pool.Exec(ctx, sessionDeletePrincipal, tenantID, principalID); err != nil {
+		return fmt.Errorf("session: delete all: %w", TranslateDBError(err))
+	}
+	return nil
+}
