@@ -953,6 +953,13 @@ func (z *shellReader) recursiveOnRoot(args []value, found intent, shortFlags, lo
 }
 
 func (z *shellReader) checkRootOperand(op value, found intent) {
+	z.checkPath(op, found, rootLike)
+}
+
+// checkPath resolves an operand against every candidate working directory
+// and records found when any resolution is bad; an operand or directory
+// nobody can read makes the command opaque.
+func (z *shellReader) checkPath(op value, found intent, bad func(string) bool) {
 	if op.unknown {
 		z.rep.opaque = true
 		return
@@ -961,7 +968,7 @@ func (z *shellReader) checkRootOperand(op value, found intent) {
 		switch {
 		case p.unknown:
 			z.rep.opaque = true
-		case rootLike(p.s):
+		case bad(p.s):
 			z.rep.intents |= found
 		}
 	}
@@ -1125,14 +1132,7 @@ func (z *shellReader) writeTarget(v value) {
 	if len(z.rep.words) < maxShellWords {
 		z.rep.words = append(z.rep.words, devNetTarget(v.s))
 	}
-	for _, p := range z.resolve(v.s) {
-		switch {
-		case p.unknown:
-			z.rep.opaque = true
-		case blockDevice(p.s):
-			z.rep.intents |= intentDeviceWrite
-		}
-	}
+	z.checkPath(v, intentDeviceWrite, blockDevice)
 }
 
 // devNetTarget turns bash's /dev/tcp/HOST/PORT into HOST:PORT so the

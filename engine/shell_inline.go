@@ -65,34 +65,26 @@ func inlineCode(name string, args []value) (code value, lang string, from codeSo
 		}
 		opt := strings.TrimPrefix(a.s, "-")
 		for _, f := range flags {
-			long := strings.HasPrefix(f, "-") || len(f) > 1
+			// The flag's code: attached (--eval=code, -c'code'), or the next
+			// argument.
+			attached, matched := "", false
+			if long := strings.HasPrefix(f, "-") || len(f) > 1; long {
+				attached, matched = strings.CutPrefix(opt, f+"=")
+				matched = matched || opt == f
+			} else if j := strings.Index(opt, f); j >= 0 && !strings.HasPrefix(opt, "-") {
+				// A cluster (-le, -Bc) ends in the flag.
+				attached, matched = opt[j+1:], true
+			}
 			switch {
-			case long && (opt == f || strings.HasPrefix(opt, f+"=")):
-				if v, found := strings.CutPrefix(opt, f+"="); found {
-					parts = append(parts, v)
-				} else if i+1 < len(args) {
-					i++
-					if args[i].unknown {
-						return value{unknown: true}, lang, codeInline
-					}
-					parts = append(parts, args[i].s)
+			case !matched:
+			case attached != "":
+				parts = append(parts, attached)
+			case i+1 < len(args):
+				i++
+				if args[i].unknown {
+					return value{unknown: true}, lang, codeInline
 				}
-			case !long && !strings.HasPrefix(opt, "-"):
-				// A cluster (-le, -Bc) ends in the flag; code attached to it
-				// (-c'code') follows it.
-				j := strings.Index(opt, f)
-				if j < 0 {
-					continue
-				}
-				if attached := opt[j+1:]; attached != "" {
-					parts = append(parts, attached)
-				} else if i+1 < len(args) {
-					i++
-					if args[i].unknown {
-						return value{unknown: true}, lang, codeInline
-					}
-					parts = append(parts, args[i].s)
-				}
+				parts = append(parts, args[i].s)
 			}
 		}
 	}
