@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"gatehouse/api"
 	"log/slog"
 	"strings"
 	"sync"
@@ -88,7 +89,7 @@ func (b *bundle) parkWhileWaiting() error {
 		b.t.Fatal(err)
 	}
 	got := make(chan error, 1)
-	go func() { got <- b.awaitEvent(after, EventApprovalRequested) }()
+	go func() { got <- b.awaitEvent(after, api.EventApprovalRequested) }()
 	waitUntil(b.t, "long-poll waiting", func() bool { return b.svc.wakeups.waiting(b.tenant) > 0 })
 	b.parked(c, action("email.send", map[string]any{"to": "x"}))
 	return receive(b.t, "long-poll result", got)
