@@ -1,13 +1,16 @@
-// Package api holds the JSON API's wire types that are not service types
-// (request bodies, list envelopes, the error body) and its OpenAPI document,
-// so the server and the Go client share one definition of each.
+// Package api is the JSON API's wire contract: the resources (runs,
+// invocations, approvals, events and one payload struct per event type),
+// the request bodies and results, the status and event constants, the
+// error body and the OpenAPI document. The service, the handlers and the
+// Go client share this one definition of each. It is a leaf: it imports
+// the standard library and the engine's vocabulary only, so a client links
+// no database driver, YAML parser or rules loader.
 package api
 
 import (
 	_ "embed"
 
 	"gatehouse/engine"
-	"gatehouse/service"
 )
 
 // OpenAPI is the OpenAPI 3 document of the /v1 routes and the operational
@@ -18,26 +21,26 @@ var OpenAPI []byte
 
 // HeartbeatRequest is POST /v1/runs/{id}/heartbeat.
 type HeartbeatRequest struct {
-	service.Lease
+	Lease
 	LeaseSeconds int `json:"lease_seconds,omitempty"`
 }
 
 // ProposeRequest is POST /v1/runs/{id}/actions.
 type ProposeRequest struct {
-	service.Lease
+	Lease
 	Action engine.ActionRequest `json:"action"`
 }
 
 // ResumeRequest is POST /v1/runs/{id}/invocations/{inv}/resume.
 type ResumeRequest struct {
-	service.Lease
-	service.ResumeInput
+	Lease
+	ResumeInput
 }
 
 // StatusRequest is the body of .../result (succeeded, failed, uncertain) and
 // .../complete (completed, failed).
 type StatusRequest struct {
-	service.Lease
+	Lease
 	Status string `json:"status"`
 }
 
@@ -51,13 +54,13 @@ type ResolveRequest struct {
 // `after` next: the last event's cursor, or the request's `after` when
 // nothing came ("0" for the start).
 type EventPage struct {
-	Events    []service.Event `json:"events"`
-	Watermark string          `json:"watermark"`
+	Events    []Event `json:"events"`
+	Watermark string  `json:"watermark"`
 }
 
 // InvocationList is the list of a run's invocations.
 type InvocationList struct {
-	Items []service.Invocation `json:"items"`
+	Items []Invocation `json:"items"`
 }
 
 // Policy is GET /v1/policy.
@@ -91,8 +94,8 @@ type ToolList struct {
 // ErrorBody is every error response. Approval is set on a resolve conflict:
 // the stored approval, so the caller sees who resolved it and how.
 type ErrorBody struct {
-	Error    ErrorDetail       `json:"error"`
-	Approval *service.Approval `json:"approval,omitempty"`
+	Error    ErrorDetail `json:"error"`
+	Approval *Approval   `json:"approval,omitempty"`
 }
 
 // ErrorDetail is the code and a message safe to show.

@@ -1,6 +1,7 @@
 // Package client is a small Go client of Gatehouse's JSON API for agent
-// runtimes and scripts. It reuses the server's wire types (package service
-// for resources, package api for request bodies), so the two cannot drift.
+// runtimes and scripts. It reuses the server's wire types (package api), so
+// the two cannot drift, and links nothing of the server: no database
+// driver, YAML parser or rules loader.
 package client
 
 import (
@@ -17,7 +18,6 @@ import (
 
 	"gatehouse/api"
 	"gatehouse/engine"
-	"gatehouse/service"
 )
 
 // Client calls one Gatehouse server as one principal.
@@ -47,7 +47,7 @@ type Error struct {
 	Status   int
 	Code     string
 	Message  string
-	Approval *service.Approval
+	Approval *api.Approval
 }
 
 func (e *Error) Error() string {
@@ -127,63 +127,63 @@ func (c *Client) Tools(ctx context.Context) ([]api.Tool, error) {
 }
 
 // SubmitRun creates a QUEUED run stamped with the principal's scopes.
-func (c *Client) SubmitRun(ctx context.Context, in service.SubmitRunInput) (service.Run, error) {
-	var out service.Run
+func (c *Client) SubmitRun(ctx context.Context, in api.SubmitRunInput) (api.Run, error) {
+	var out api.Run
 	_, err := c.do(ctx, http.MethodPost, "/v1/runs", nil, in, &out)
 	return out, err
 }
 
 // GetRun reads a run.
-func (c *Client) GetRun(ctx context.Context, runID string) (service.Run, error) {
-	var out service.Run
+func (c *Client) GetRun(ctx context.Context, runID string) (api.Run, error) {
+	var out api.Run
 	_, err := c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(runID), nil, nil, &out)
 	return out, err
 }
 
 // Claim takes a lease on a claimable run; ok is false when there is none.
-func (c *Client) Claim(ctx context.Context, in service.ClaimInput) (run service.Run, ok bool, err error) {
+func (c *Client) Claim(ctx context.Context, in api.ClaimInput) (run api.Run, ok bool, err error) {
 	status, err := c.do(ctx, http.MethodPost, "/v1/runs/claim", nil, in, &run)
 	return run, err == nil && status == http.StatusOK, err
 }
 
 // Heartbeat extends the lease; leaseSeconds 0 keeps the server's default.
-func (c *Client) Heartbeat(ctx context.Context, runID string, lease service.Lease, leaseSeconds int) (service.Run, error) {
-	var out service.Run
+func (c *Client) Heartbeat(ctx context.Context, runID string, lease api.Lease, leaseSeconds int) (api.Run, error) {
+	var out api.Run
 	_, err := c.do(ctx, http.MethodPost, runPath(runID, "heartbeat"), nil, api.HeartbeatRequest{Lease: lease, LeaseSeconds: leaseSeconds}, &out)
 	return out, err
 }
 
 // Propose asks the gate about an action.
-func (c *Client) Propose(ctx context.Context, runID string, lease service.Lease, action engine.ActionRequest) (service.ProposeResult, error) {
-	var out service.ProposeResult
+func (c *Client) Propose(ctx context.Context, runID string, lease api.Lease, action engine.ActionRequest) (api.ProposeResult, error) {
+	var out api.ProposeResult
 	_, err := c.do(ctx, http.MethodPost, runPath(runID, "actions"), nil, api.ProposeRequest{Lease: lease, Action: action}, &out)
 	return out, err
 }
 
 // Resume re-presents an approved invocation for revalidation.
-func (c *Client) Resume(ctx context.Context, runID, invocationID string, lease service.Lease, in service.ResumeInput) (service.ResumeResult, error) {
-	var out service.ResumeResult
+func (c *Client) Resume(ctx context.Context, runID, invocationID string, lease api.Lease, in api.ResumeInput) (api.ResumeResult, error) {
+	var out api.ResumeResult
 	_, err := c.do(ctx, http.MethodPost, invocationPath(runID, invocationID, "resume"), nil, api.ResumeRequest{Lease: lease, ResumeInput: in}, &out)
 	return out, err
 }
 
 // Result records an invocation's outcome: succeeded, failed or uncertain.
-func (c *Client) Result(ctx context.Context, runID, invocationID string, lease service.Lease, status string) (service.Invocation, error) {
-	var out service.Invocation
+func (c *Client) Result(ctx context.Context, runID, invocationID string, lease api.Lease, status string) (api.Invocation, error) {
+	var out api.Invocation
 	_, err := c.do(ctx, http.MethodPost, invocationPath(runID, invocationID, "result"), nil, api.StatusRequest{Lease: lease, Status: status}, &out)
 	return out, err
 }
 
 // Complete finishes a run: completed or failed.
-func (c *Client) Complete(ctx context.Context, runID string, lease service.Lease, status string) (service.Run, error) {
-	var out service.Run
+func (c *Client) Complete(ctx context.Context, runID string, lease api.Lease, status string) (api.Run, error) {
+	var out api.Run
 	_, err := c.do(ctx, http.MethodPost, runPath(runID, "complete"), nil, api.StatusRequest{Lease: lease, Status: status}, &out)
 	return out, err
 }
 
 // Cancel cancels a run and its pending approvals.
-func (c *Client) Cancel(ctx context.Context, runID string) (service.Run, error) {
-	var out service.Run
+func (c *Client) Cancel(ctx context.Context, runID string) (api.Run, error) {
+	var out api.Run
 	_, err := c.do(ctx, http.MethodPost, runPath(runID, "cancel"), nil, nil, &out)
 	return out, err
 }
@@ -198,7 +198,7 @@ type ApprovalQuery struct {
 }
 
 // ListApprovals returns one page; pass NextCursor back for the next.
-func (c *Client) ListApprovals(ctx context.Context, q ApprovalQuery) (service.ApprovalPage, error) {
+func (c *Client) ListApprovals(ctx context.Context, q ApprovalQuery) (api.ApprovalPage, error) {
 	v := url.Values{}
 	setNonEmpty(v, "status", q.Status)
 	setNonEmpty(v, "run_id", q.RunID)
@@ -207,22 +207,22 @@ func (c *Client) ListApprovals(ctx context.Context, q ApprovalQuery) (service.Ap
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	var out service.ApprovalPage
+	var out api.ApprovalPage
 	_, err := c.do(ctx, http.MethodGet, "/v1/approvals", v, nil, &out)
 	return out, err
 }
 
 // GetApproval reads one approval.
-func (c *Client) GetApproval(ctx context.Context, id string) (service.Approval, error) {
-	var out service.Approval
+func (c *Client) GetApproval(ctx context.Context, id string) (api.Approval, error) {
+	var out api.Approval
 	_, err := c.do(ctx, http.MethodGet, "/v1/approvals/"+url.PathEscape(id), nil, nil, &out)
 	return out, err
 }
 
 // Resolve resolves an approval. On a conflict the *Error carries the
 // stored approval.
-func (c *Client) Resolve(ctx context.Context, id string, resolution engine.ApprovalResolutionType, reason string) (service.Approval, error) {
-	var out service.Approval
+func (c *Client) Resolve(ctx context.Context, id string, resolution engine.ApprovalResolutionType, reason string) (api.Approval, error) {
+	var out api.Approval
 	_, err := c.do(ctx, http.MethodPost, "/v1/approvals/"+url.PathEscape(id)+"/resolve", nil, api.ResolveRequest{Resolution: resolution, Reason: reason}, &out)
 	return out, err
 }
@@ -254,61 +254,25 @@ func (c *Client) Events(ctx context.Context, q EventQuery) (api.EventPage, error
 
 // WaitForResolution waits until the approval leaves PENDING (approved,
 // denied, expired or cancelled) or ctx ends, and returns how it was
-// resolved. It needs only run.read, which an agent holds and approval.read
-// it usually does not: it reads the run's events from the beginning (so a
-// resolution before the call is found too) and long-polls for the
-// approval.resolved event of this approval.
-//
-// The result carries what that event records: ID, RunID, ToolInvocationID,
-// ToolName, Risk, Status, Resolution (approve_once or deny; empty when the
-// approval expired or was cancelled), ResolvedBy and ResolvedAt (the
-// event's time). GetApproval, with approval.read, has the rest.
-func (c *Client) WaitForResolution(ctx context.Context, runID, approvalID string) (service.Approval, error) {
+// resolved, as its approval.resolved event records it. It needs only
+// run.read, which an agent holds and approval.read it usually does not: it
+// reads the run's events from the beginning (so a resolution before the
+// call is found too) and long-polls for that event. GetApproval, with
+// approval.read, has the rest of the approval.
+func (c *Client) WaitForResolution(ctx context.Context, runID, approvalID string) (api.ApprovalResolution, error) {
 	var after string
 	for {
 		page, err := c.Events(ctx, EventQuery{After: after, RunID: runID, Limit: 500, Wait: 25})
 		if err != nil {
-			return service.Approval{}, err
+			return api.ApprovalResolution{}, err
 		}
 		for _, e := range page.Events {
-			if a, ok := resolutionOf(e, approvalID); ok {
-				return a, nil
+			if r, ok := e.Resolution(); ok && r.ID == approvalID {
+				return r, nil
 			}
 		}
 		after = page.Watermark
 	}
-}
-
-// resolvedEvent is the payload of approval.resolved.
-type resolvedEvent struct {
-	ApprovalID   string                `json:"approval_id"`
-	InvocationID string                `json:"invocation_id"`
-	ToolName     string                `json:"tool_name"`
-	Risk         engine.RiskLevel      `json:"risk"`
-	Status       engine.ApprovalStatus `json:"status"`
-	Resolution   string                `json:"resolution"`
-	ResolvedBy   string                `json:"resolved_by"`
-}
-
-// resolutionOf reads e as the resolution of approvalID, if it is one.
-func resolutionOf(e service.Event, approvalID string) (service.Approval, bool) {
-	if e.Type != service.EventApprovalResolved {
-		return service.Approval{}, false
-	}
-	var p resolvedEvent
-	if json.Unmarshal(e.Payload, &p) != nil || p.ApprovalID != approvalID || p.Status == "" {
-		return service.Approval{}, false
-	}
-	a := service.Approval{
-		ID: p.ApprovalID, TenantID: e.TenantID, RunID: e.RunID, ToolInvocationID: p.InvocationID,
-		ToolName: p.ToolName, Risk: p.Risk, Status: p.Status, ResolvedBy: p.ResolvedBy,
-	}
-	if p.Status == engine.ApprovalApproved || p.Status == engine.ApprovalDenied {
-		a.Resolution = engine.ApprovalResolutionType(p.Resolution)
-	}
-	at := e.CreatedAt
-	a.ResolvedAt = &at
-	return a, true
 }
 
 func runPath(runID, verb string) string { return "/v1/runs/" + url.PathEscape(runID) + "/" + verb }

@@ -13,9 +13,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"gatehouse/api"
 	"gatehouse/client"
 	"gatehouse/engine"
-	"gatehouse/service"
 )
 
 // rawCall sends a request with an exact body and returns the status and
@@ -70,15 +70,15 @@ func errorMessage(body map[string]any) string {
 // agent is a claimed run of one principal.
 type agent struct {
 	c     *client.Client
-	run   service.Run
-	lease service.Lease
+	run   api.Run
+	lease api.Lease
 }
 
 // startRun submits a run and claims it.
 func startRun(t testing.TB, c *client.Client, deadline *time.Time) *agent {
 	t.Helper()
 	ctx := testContext(t)
-	run, err := c.SubmitRun(ctx, service.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "agent-1", AgentVersion: "1.0.0", Deadline: deadline})
+	run, err := c.SubmitRun(ctx, api.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "agent-1", AgentVersion: "1.0.0", Deadline: deadline})
 	if err != nil {
 		t.Fatalf("submit: %v", err)
 	}
@@ -89,14 +89,14 @@ func startRun(t testing.TB, c *client.Client, deadline *time.Time) *agent {
 func claim(t testing.TB, c *client.Client, runID string) *agent {
 	t.Helper()
 	worker := "w-" + randomHex(t, 4)
-	claimed, ok, err := c.Claim(testContext(t), service.ClaimInput{WorkerID: worker, LeaseSeconds: 60, RunID: runID})
+	claimed, ok, err := c.Claim(testContext(t), api.ClaimInput{WorkerID: worker, LeaseSeconds: 60, RunID: runID})
 	if err != nil || !ok {
 		t.Fatalf("claim %s: ok=%v err=%v", runID, ok, err)
 	}
-	return &agent{c: c, run: claimed, lease: service.Lease{WorkerID: worker, FencingToken: claimed.FencingToken}}
+	return &agent{c: c, run: claimed, lease: api.Lease{WorkerID: worker, FencingToken: claimed.FencingToken}}
 }
 
-func (a *agent) propose(t testing.TB, req engine.ActionRequest) service.ProposeResult {
+func (a *agent) propose(t testing.TB, req engine.ActionRequest) api.ProposeResult {
 	t.Helper()
 	res, err := a.c.Propose(testContext(t), a.run.ID, a.lease, req)
 	if err != nil {
@@ -128,7 +128,7 @@ func allowedAction() engine.ActionRequest {
 }
 
 // park submits and claims a run and proposes an action that parks it.
-func park(t testing.TB, c *client.Client) (*agent, service.ProposeResult) {
+func park(t testing.TB, c *client.Client) (*agent, api.ProposeResult) {
 	t.Helper()
 	a := startRun(t, c, nil)
 	res := a.propose(t, parkingAction())

@@ -14,9 +14,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"gatehouse/api"
 	"gatehouse/client"
 	"gatehouse/engine"
-	"gatehouse/service"
 )
 
 // TestAPI runs the black-box API cases against one server; each subtest
@@ -131,7 +131,7 @@ func testGate07CrossTenant(t *testing.T, srv *server) {
 	ctx := testContext(t)
 	// Claiming by id answers "nothing to claim" (204), exactly as for an own
 	// run that is not claimable: the answer says nothing about alice's run.
-	if _, ok, err := srv.Client("carol").Claim(ctx, service.ClaimInput{WorkerID: "w", LeaseSeconds: 30, RunID: run}); ok || err != nil {
+	if _, ok, err := srv.Client("carol").Claim(ctx, api.ClaimInput{WorkerID: "w", LeaseSeconds: 30, RunID: run}); ok || err != nil {
 		t.Errorf("carol claims alice's run: ok=%v err=%v", ok, err)
 	}
 	page, err := srv.Client("carol").ListApprovals(ctx, client.ApprovalQuery{RunID: run})
@@ -160,17 +160,17 @@ func testProposeParkResolveResume(t *testing.T, srv *server) {
 	a := startRun(t, alice, nil)
 
 	// An allowed action is authorized at once.
-	if res := a.propose(t, allowedAction()); res.Decision != engine.DecisionAllow || res.RunStatus != service.RunRunning {
+	if res := a.propose(t, allowedAction()); res.Decision != engine.DecisionAllow || res.RunStatus != api.RunRunning {
 		t.Fatalf("allowed action: %+v", res)
 	}
 	// Proposing the same action id again is idempotent.
 	req := parkingAction()
 	res := a.propose(t, req)
-	if res.Decision != engine.DecisionRequireApproval || res.RunStatus != service.RunWaitingForApproval {
+	if res.Decision != engine.DecisionRequireApproval || res.RunStatus != api.RunWaitingForApproval {
 		t.Fatalf("parking action: %+v", res)
 	}
 	run, err := alice.GetRun(ctx, a.run.ID)
-	if err != nil || run.Status != service.RunWaitingForApproval || !slices.Contains(run.Checkpoint.PendingApprovalIDs, res.ApprovalID) {
+	if err != nil || run.Status != api.RunWaitingForApproval || !slices.Contains(run.Checkpoint.PendingApprovalIDs, res.ApprovalID) {
 		t.Fatalf("parked run: %+v %v", run, err)
 	}
 
@@ -201,7 +201,7 @@ func testProposeParkResolveResume(t *testing.T, srv *server) {
 		t.Fatalf("resolve: %+v %v", approved, err)
 	}
 	run, err = alice.GetRun(ctx, a.run.ID)
-	if err != nil || run.Status != service.RunQueued {
+	if err != nil || run.Status != api.RunQueued {
 		t.Fatalf("run after approval: %+v %v", run, err)
 	}
 
@@ -214,7 +214,7 @@ func testProposeParkResolveResume(t *testing.T, srv *server) {
 	if _, err := alice.Heartbeat(ctx, a.run.ID, a.lease, 30); !client.IsCode(err, "conflict") {
 		t.Errorf("stale heartbeat: %v, want 409 conflict", err)
 	}
-	resumed, err := alice.Resume(ctx, a.run.ID, res.InvocationID, b.lease, service.ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0.0"})
+	resumed, err := alice.Resume(ctx, a.run.ID, res.InvocationID, b.lease, api.ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0.0"})
 	if err != nil || !resumed.Authorized {
 		t.Fatalf("resume: %+v %v", resumed, err)
 	}
@@ -222,12 +222,12 @@ func testProposeParkResolveResume(t *testing.T, srv *server) {
 		t.Fatalf("result: %v", err)
 	}
 	done, err := alice.Complete(ctx, a.run.ID, b.lease, "completed")
-	if err != nil || done.Status != service.RunCompleted {
+	if err != nil || done.Status != api.RunCompleted {
 		t.Fatalf("complete: %+v %v", done, err)
 	}
 
 	counts := eventCounts(t, alice, a.run.ID)
-	if counts[service.EventApprovalRequested] != 1 || counts[service.EventApprovalResolved] != 1 {
+	if counts[api.EventApprovalRequested] != 1 || counts[api.EventApprovalResolved] != 1 {
 		t.Errorf("events of the run: %v", counts)
 	}
 }
@@ -254,11 +254,11 @@ func eventCounts(t testing.TB, c *client.Client, runID string) map[string]int {
 
 // resolveConcurrently resolves one approval from two goroutines at once.
 func resolveConcurrently(t *testing.T, c *client.Client, id string, r1, r2 engine.ApprovalResolutionType) [2]struct {
-	a   service.Approval
+	a   api.Approval
 	err error
 } {
 	var out [2]struct {
-		a   service.Approval
+		a   api.Approval
 		err error
 	}
 	var wg sync.WaitGroup
@@ -287,7 +287,7 @@ func testGate09IdempotentResolution(t *testing.T, srv *server) {
 		if out[0].a.Status != engine.ApprovalDenied || out[0].a.ResolvedAt == nil || !out[0].a.ResolvedAt.Equal(*out[1].a.ResolvedAt) || out[0].a.ResolvedBy != out[1].a.ResolvedBy {
 			t.Fatalf("two identical resolutions differ: %+v / %+v", out[0].a, out[1].a)
 		}
-		if n := eventCounts(t, bob, out[0].a.RunID)[service.EventApprovalResolved]; n != 1 {
+		if n := eventCounts(t, bob, out[0].a.RunID)[api.EventApprovalResolved]; n != 1 {
 			t.Errorf("%d approval.resolved events, want 1", n)
 		}
 	})
@@ -295,7 +295,7 @@ func testGate09IdempotentResolution(t *testing.T, srv *server) {
 		_, res := park(t, srv.Client("alice"))
 		out := resolveConcurrently(t, bob, res.ApprovalID, engine.ResolutionApproveOnce, engine.ResolutionDeny)
 		var won, lost int
-		var stored service.Approval
+		var stored api.Approval
 		for _, o := range out {
 			var ce *client.Error
 			switch {
@@ -320,7 +320,7 @@ func testGate09IdempotentResolution(t *testing.T, srv *server) {
 				t.Errorf("conflict carries %+v, the winner stored %+v", ce.Approval, stored)
 			}
 		}
-		if n := eventCounts(t, bob, stored.RunID)[service.EventApprovalResolved]; n != 1 {
+		if n := eventCounts(t, bob, stored.RunID)[api.EventApprovalResolved]; n != 1 {
 			t.Errorf("%d approval.resolved events, want 1", n)
 		}
 	})
@@ -457,7 +457,7 @@ func testGate12RunReadCannotWrite(t *testing.T, srv *server) {
 	}
 	// The run is untouched and alice's lease still works: run.write can.
 	st, body := rawCall(t, "POST", runURL+"/complete", srv.Token("alice"), `{`+lease+`,"status":"completed"}`)
-	if st != http.StatusOK || body["status"] != service.RunCompleted {
+	if st != http.StatusOK || body["status"] != api.RunCompleted {
 		t.Fatalf("run.write completing: %d %v", st, body)
 	}
 }
@@ -534,7 +534,7 @@ func testExpiry(t *testing.T, srv *server) {
 		t.Fatalf("approval after the deadline: %+v %v", got, err)
 	}
 	run, err := alice.GetRun(ctx, a.run.ID)
-	if err != nil || run.Status != service.RunFailed {
+	if err != nil || run.Status != api.RunFailed {
 		t.Fatalf("run after expiry: %+v %v", run, err)
 	}
 	if _, err := srv.Client("bob").Resolve(ctx, res.ApprovalID, engine.ResolutionApproveOnce, ""); !client.IsCode(err, "conflict") {
@@ -553,7 +553,7 @@ func testAgentWaitsForResolution(t *testing.T, srv *server) {
 		t.Fatalf("the agent reads the approval: %v, want 403 missing_scope", err)
 	}
 	type outcome struct {
-		a   service.Approval
+		a   api.ApprovalResolution
 		err error
 	}
 	waited := make(chan outcome, 1)
@@ -567,7 +567,7 @@ func testAgentWaitsForResolution(t *testing.T, srv *server) {
 	}
 	got := <-waited
 	if got.err != nil || got.a.ID != res.ApprovalID || got.a.Status != engine.ApprovalDenied ||
-		got.a.Resolution != engine.ResolutionDeny || got.a.ResolvedBy != "bob" || got.a.ResolvedAt == nil ||
+		got.a.Resolution != engine.ResolutionDeny || got.a.ResolvedBy != "bob" || got.a.ResolvedAt.IsZero() ||
 		got.a.ToolInvocationID != res.InvocationID {
 		t.Fatalf("waited: %+v %v; stored %+v", got.a, got.err, stored)
 	}
@@ -583,7 +583,7 @@ func testCancellation(t *testing.T, srv *server) {
 	alice := srv.Client("alice")
 	a, res := park(t, alice)
 	run, err := alice.Cancel(ctx, a.run.ID)
-	if err != nil || run.Status != service.RunCancelled {
+	if err != nil || run.Status != api.RunCancelled {
 		t.Fatalf("cancel: %+v %v", run, err)
 	}
 	appr, err := alice.GetApproval(ctx, res.ApprovalID)
@@ -686,7 +686,7 @@ func testPagination(t *testing.T, srv *server) {
 	session := uuid.NewString()
 	want := map[string]bool{}
 	for range 3 {
-		run, err := alice.SubmitRun(ctx, service.SubmitRunInput{SessionID: session, AgentID: "a", AgentVersion: "1.0.0"})
+		run, err := alice.SubmitRun(ctx, api.SubmitRunInput{SessionID: session, AgentID: "a", AgentVersion: "1.0.0"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,8 +18,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
+	"gatehouse/api"
 	"gatehouse/engine"
-	"gatehouse/service"
 )
 
 // updateDocs also writes the queue screenshots into docs/ for the README.
@@ -128,7 +128,7 @@ func screenshot(t testing.TB, ctx context.Context, name, doc string) {
 }
 
 // parkTool submits a run and parks it on one action of tool.
-func parkTool(t testing.TB, srv *server, req engine.ActionRequest) (*agent, service.ProposeResult) {
+func parkTool(t testing.TB, srv *server, req engine.ActionRequest) (*agent, api.ProposeResult) {
 	t.Helper()
 	a := startRun(t, srv.Client("alice"), nil)
 	req.ActionID, req.StepNumber, req.OriginTrust = uuid.NewString(), 1, engine.TrustUser
@@ -182,7 +182,7 @@ func resolveCard(t testing.TB, ctx context.Context, approvalID, button, reason s
 func TestBrowserQueueApproveResume(t *testing.T) {
 	srv := startServer(t, serverOptions{})
 	var critical *agent
-	var criticalRes service.ProposeResult
+	var criticalRes api.ProposeResult
 	for _, req := range queueMix {
 		a, res := parkTool(t, srv, req)
 		if req.Name == "payments.charge" {
@@ -207,7 +207,7 @@ func TestBrowserQueueApproveResume(t *testing.T) {
 	// The agent resumes through the client: revalidation authorizes it.
 	resumed := claim(t, critical.c, critical.run.ID)
 	rr, err := resumed.c.Resume(testContext(t), resumed.run.ID, criticalRes.InvocationID, resumed.lease,
-		service.ResumeInput{Arguments: queueMix[3].Arguments, AgentVersion: critical.run.AgentVersion})
+		api.ResumeInput{Arguments: queueMix[3].Arguments, AgentVersion: critical.run.AgentVersion})
 	if err != nil || !rr.Authorized {
 		t.Fatalf("resume after approval: %+v, %v", rr, err)
 	}
@@ -260,7 +260,7 @@ func TestBrowserLiveQueue(t *testing.T) {
 
 func TestBrowserPhoneLayout(t *testing.T) {
 	srv := startServer(t, serverOptions{})
-	var parked service.ProposeResult
+	var parked api.ProposeResult
 	var run string
 	for _, req := range queueMix {
 		a, res := parkTool(t, srv, req)

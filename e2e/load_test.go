@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"math/rand/v2"
@@ -14,9 +13,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"gatehouse/api"
 	"gatehouse/client"
 	"gatehouse/engine"
-	"gatehouse/service"
 )
 
 var (
@@ -110,18 +109,18 @@ func TestLoad(t *testing.T) {
 // every other run a parking one (which ends the agent's turn on that run).
 func runAgent(stop, ctx context.Context, t *testing.T, c *client.Client, st *loadStats) {
 	for stop.Err() == nil {
-		run, err := c.SubmitRun(ctx, service.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "load", AgentVersion: "1.0.0"})
+		run, err := c.SubmitRun(ctx, api.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "load", AgentVersion: "1.0.0"})
 		if err != nil {
 			st.record(t, "submit", err)
 			continue
 		}
 		worker := uuid.NewString()
-		claimed, ok, err := c.Claim(ctx, service.ClaimInput{WorkerID: worker, LeaseSeconds: 60, RunID: run.ID})
+		claimed, ok, err := c.Claim(ctx, api.ClaimInput{WorkerID: worker, LeaseSeconds: 60, RunID: run.ID})
 		if err != nil || !ok {
 			st.record(t, "claim", err)
 			continue
 		}
-		lease := service.Lease{WorkerID: worker, FencingToken: claimed.FencingToken}
+		lease := api.Lease{WorkerID: worker, FencingToken: claimed.FencingToken}
 		actions := []engine.ActionRequest{allowedAction()}
 		if rand.IntN(2) == 0 {
 			actions = append(actions, parkingAction())
@@ -214,20 +213,21 @@ func checkLoadInvariants(t *testing.T, c *client.Client, parked int64) {
 		}
 		events += len(page.Events)
 		for _, e := range page.Events {
-			var p struct {
-				ApprovalID string `json:"approval_id"`
+			if e.Type != api.EventApprovalRequested && e.Type != api.EventApprovalResolved {
+				continue
 			}
-			switch e.Type {
-			case service.EventApprovalRequested, service.EventApprovalResolved:
-				if err := json.Unmarshal(e.Payload, &p); err != nil || p.ApprovalID == "" {
-					t.Fatalf("event %d: payload without approval_id: %s", e.ID, e.Payload)
-				}
+			p, err := e.DecodePayload()
+			if err != nil {
+				t.Fatalf("event %d: %v", e.ID, err)
 			}
-			switch e.Type {
-			case service.EventApprovalRequested:
+			switch p := p.(type) {
+			case api.ApprovalRequestedPayload:
 				requested[p.ApprovalID]++
-			case service.EventApprovalResolved:
+			case api.ApprovalResolvedPayload:
 				resolved[p.ApprovalID]++
+			}
+			if requested[""]+resolved[""] > 0 {
+				t.Fatalf("event %d: payload without approval_id: %s", e.ID, e.Payload)
 			}
 		}
 		after = page.Watermark

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"gatehouse/api"
 	"gatehouse/client"
 	"gatehouse/engine"
 	"gatehouse/service"
@@ -224,20 +225,20 @@ func soak(t *testing.T, cfg soakConfig, srvs []*server, fault func(n int) string
 
 func soakAgent(stop, ctx context.Context, t *testing.T, c *client.Client, st *soakStats) {
 	for stop.Err() == nil {
-		run, err := c.SubmitRun(ctx, service.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "soak", AgentVersion: "1.0.0"})
+		run, err := c.SubmitRun(ctx, api.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "soak", AgentVersion: "1.0.0"})
 		if err != nil {
 			st.record(t, "submit", err)
 			continue
 		}
 		worker := uuid.NewString()
-		claimed, ok, err := c.Claim(ctx, service.ClaimInput{WorkerID: worker, LeaseSeconds: 60, RunID: run.ID})
+		claimed, ok, err := c.Claim(ctx, api.ClaimInput{WorkerID: worker, LeaseSeconds: 60, RunID: run.ID})
 		if err != nil || !ok {
 			if err != nil {
 				st.record(t, "claim", err)
 			}
 			continue
 		}
-		lease := service.Lease{WorkerID: worker, FencingToken: claimed.FencingToken}
+		lease := api.Lease{WorkerID: worker, FencingToken: claimed.FencingToken}
 		actions := []engine.ActionRequest{allowedAction()}
 		if rand.IntN(2) == 0 {
 			actions = append(actions, parkingAction())

@@ -39,7 +39,7 @@ func (s *Server) approvalList(c echo.Context) error {
 		return err
 	}
 	if page.Items == nil {
-		page.Items = []service.Approval{}
+		page.Items = []api.Approval{}
 	}
 	return c.JSON(http.StatusOK, page)
 }

@@ -33,7 +33,7 @@ func (s *Server) eventList(c echo.Context) error {
 	}
 	page := api.EventPage{Events: events, Watermark: f.After}
 	if page.Events == nil {
-		page.Events = []service.Event{}
+		page.Events = []api.Event{}
 	}
 	if n := len(events); n > 0 {
 		page.Watermark = events[n-1].Cursor

@@ -8,7 +8,6 @@ import (
 
 	"gatehouse/api"
 	"gatehouse/engine"
-	"gatehouse/service"
 )
 
 // principal is the authenticated principal; the auth middleware guarantees
@@ -19,7 +18,7 @@ func principal(c echo.Context) engine.Principal {
 }
 
 func (s *Server) runSubmit(c echo.Context) error {
-	var in service.SubmitRunInput
+	var in api.SubmitRunInput
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
@@ -40,7 +39,7 @@ func (s *Server) runGet(c echo.Context) error {
 
 // runClaim answers 204 when there is nothing to claim.
 func (s *Server) runClaim(c echo.Context) error {
-	var in service.ClaimInput
+	var in api.ClaimInput
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
@@ -81,7 +80,7 @@ func (s *Server) actionPropose(c echo.Context) error {
 	}
 	ctx, p, runID := c.Request().Context(), principal(c), c.Param("id")
 	var in api.ProposeRequest
-	var res service.ProposeResult
+	var res api.ProposeResult
 	if decodeErr := decodeBody(body, &in); decodeErr != nil {
 		readable, ok := readableProposal(body)
 		if !ok {
@@ -104,7 +103,7 @@ func (s *Server) actionPropose(c echo.Context) error {
 // record on: no lease, no action object or no uuid action_id.
 func readableProposal(body []byte) (api.ProposeRequest, bool) {
 	var env struct {
-		service.Lease
+		api.Lease
 		Action json.RawMessage `json:"action"`
 	}
 	var fields map[string]json.RawMessage

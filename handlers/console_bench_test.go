@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"gatehouse/api"
 	"gatehouse/auth"
 	"gatehouse/engine"
 	"gatehouse/internal/metrics"
@@ -118,15 +119,15 @@ func fillQueue(b *testing.B, svc *service.Service, p engine.Principal, n int) {
 	if have >= n {
 		return
 	}
-	run, err := svc.SubmitRun(ctx, p, service.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "bench", AgentVersion: "1"})
+	run, err := svc.SubmitRun(ctx, p, api.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "bench", AgentVersion: "1"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	run, ok, err := svc.ClaimRun(ctx, p, service.ClaimInput{WorkerID: "bench", LeaseSeconds: 60, RunID: run.ID})
+	run, ok, err := svc.ClaimRun(ctx, p, api.ClaimInput{WorkerID: "bench", LeaseSeconds: 60, RunID: run.ID})
 	if err != nil || !ok {
 		b.Fatalf("claim: %v %v", ok, err)
 	}
-	res, err := svc.Propose(ctx, p, run.ID, service.Lease{WorkerID: "bench", FencingToken: run.FencingToken}, engine.ActionRequest{
+	res, err := svc.Propose(ctx, p, run.ID, api.Lease{WorkerID: "bench", FencingToken: run.FencingToken}, engine.ActionRequest{
 		ActionID: uuid.NewString(), Kind: engine.ActionToolCall, Name: "demo.external_write", Summary: "set the status of record 42",
 		StepNumber: 1, Arguments: map[string]any{"record": "42", "field": "status", "value": "shipped"}, OriginTrust: engine.TrustUser,
 	})

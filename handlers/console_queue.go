@@ -1,13 +1,13 @@
 package handlers
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 	"gatehouse/service"
 	"gatehouse/web/templates"
@@ -53,7 +53,7 @@ func (cn *console) queue(c echo.Context) error {
 
 // pendingText is the pending count from the first page: exact up to a
 // page, "50+" beyond, so counting never costs more than the page itself.
-func pendingText(first service.ApprovalPage) string {
+func pendingText(first api.ApprovalPage) string {
 	n := strconv.Itoa(len(first.Items))
 	if first.NextCursor != "" {
 		n += "+"
@@ -115,21 +115,22 @@ func (cn *console) queueUpdates(c echo.Context) error {
 
 // changedApprovals lists, once each and in order, the approvals that the
 // events requested or resolved.
-func changedApprovals(evs []service.Event) []string {
+func changedApprovals(evs []api.Event) []string {
 	seen := map[string]bool{}
 	var ids []string
 	for _, e := range evs {
-		if e.Type != service.EventApprovalRequested && e.Type != service.EventApprovalResolved {
+		var id string
+		switch p, _ := e.DecodePayload(); p := p.(type) {
+		case api.ApprovalRequestedPayload:
+			id = p.ApprovalID
+		case api.ApprovalResolvedPayload:
+			id = p.ApprovalID
+		}
+		if id == "" || seen[id] {
 			continue
 		}
-		var payload struct {
-			ApprovalID string `json:"approval_id"`
-		}
-		if json.Unmarshal(e.Payload, &payload) != nil || payload.ApprovalID == "" || seen[payload.ApprovalID] {
-			continue
-		}
-		seen[payload.ApprovalID] = true
-		ids = append(ids, payload.ApprovalID)
+		seen[id] = true
+		ids = append(ids, id)
 	}
 	return ids
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/a-h/templ"
 	"golang.org/x/net/html"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 	"gatehouse/service"
 	"gatehouse/web/templates"
@@ -26,8 +27,8 @@ var (
 )
 
 // sampleApproval is a pending approval whose arguments try to inject markup.
-func sampleApproval() service.Approval {
-	return service.Approval{
+func sampleApproval() api.Approval {
+	return api.Approval{
 		ID: "6f1c2a3b-0000-4000-8000-000000000001", TenantID: "acme", RunID: "9a8b7c6d-0000-4000-8000-000000000002",
 		SessionID: "5e4d3c2b-0000-4000-8000-000000000003", ActionKind: engine.ActionToolCall,
 		ActionSummary: `Post <b>prices</b> to the webhook`, ToolName: "http.post", SideEffect: engine.SideEffectExternalWrite,
@@ -160,9 +161,9 @@ func TestDetailTemplate(t *testing.T) {
 	a := sampleApproval()
 	card := detailCardView(a, a.Arguments, a.ArgumentDigests, viewer, fixedNow)
 	card.CSRF, card.Back = "token", card.DetailURL()
-	evs := timelineView([]service.Event{
-		{ID: 1, Type: service.EventRunSubmitted, Payload: []byte(`{"agent_id":"a"}`), CreatedAt: fixedNow.Add(-2 * time.Minute)},
-		{ID: 2, Type: service.EventApprovalRequested, Payload: []byte(`{"tool_name":"http.post","approval_id":"x"}`), CreatedAt: fixedNow.Add(-time.Minute)},
+	evs := timelineView([]api.Event{
+		{ID: 1, Type: api.EventRunSubmitted, Payload: []byte(`{"agent_id":"a"}`), CreatedAt: fixedNow.Add(-2 * time.Minute)},
+		{ID: 2, Type: api.EventApprovalRequested, Payload: []byte(`{"tool_name":"http.post","approval_id":"x"}`), CreatedAt: fixedNow.Add(-time.Minute)},
 	})
 	doc := render(t, templates.Detail(templates.DetailPage{
 		Page:          templates.Page{Title: "Approval", User: "Alice Ng", CSRF: "token"},
@@ -184,7 +185,7 @@ func TestDetailTemplate(t *testing.T) {
 // right-to-left override in a file name, a command padded past the card's
 // 512 characters, a 5,000-character summary and a key that only looks
 // sensitive.
-func hostileApproval() (a service.Approval, whole map[string]any) {
+func hostileApproval() (a api.Approval, whole map[string]any) {
 	a = sampleApproval()
 	a.ActionSummary = "Tidy the build directory" + strings.Repeat(", and nothing else", 280) + "."
 	whole = map[string]any{
@@ -278,7 +279,7 @@ func TestOutcome(t *testing.T) {
 		{engine.ApprovalCancelled, "", "", "Cancelled at 09:10 UTC"},
 	}
 	for _, tc := range cases {
-		a := service.Approval{Status: tc.status, ResolvedBy: tc.by, ResolvedAt: &at}
+		a := api.Approval{Status: tc.status, ResolvedBy: tc.by, ResolvedAt: &at}
 		if got, _ := outcome(a, viewer, tc.result); got != tc.want {
 			t.Errorf("%s by %q (%s): got %q, want %q", tc.status, tc.by, tc.result, got, tc.want)
 		}

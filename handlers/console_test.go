@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"gatehouse/api"
 	"gatehouse/auth"
 	"gatehouse/engine"
 	"gatehouse/internal/metrics"
@@ -229,19 +230,19 @@ func (b *bundle) login(hc *http.Client, name, password string, header ...string)
 
 // park parks a run of the full principal on an approval and returns the
 // approval.
-func (b *bundle) park() service.Approval {
+func (b *bundle) park() api.Approval {
 	b.t.Helper()
 	ctx := context.Background()
 	p, _ := b.s.cfg.Directory.ByID(b.id("full"))
-	run, err := b.svc.SubmitRun(ctx, p, service.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "test", AgentVersion: "1"})
+	run, err := b.svc.SubmitRun(ctx, p, api.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "test", AgentVersion: "1"})
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	run, ok, err := b.svc.ClaimRun(ctx, p, service.ClaimInput{WorkerID: "w", LeaseSeconds: 60, RunID: run.ID})
+	run, ok, err := b.svc.ClaimRun(ctx, p, api.ClaimInput{WorkerID: "w", LeaseSeconds: 60, RunID: run.ID})
 	if err != nil || !ok {
 		b.t.Fatalf("claim: %v %v", ok, err)
 	}
-	res, err := b.svc.Propose(ctx, p, run.ID, service.Lease{WorkerID: "w", FencingToken: run.FencingToken}, engine.ActionRequest{
+	res, err := b.svc.Propose(ctx, p, run.ID, api.Lease{WorkerID: "w", FencingToken: run.FencingToken}, engine.ActionRequest{
 		ActionID: uuid.NewString(), Kind: engine.ActionToolCall, Name: "demo.external_write", Summary: "set the status of record 42",
 		StepNumber: 1, Arguments: map[string]any{"record": "42", "field": "status", "value": "shipped"}, OriginTrust: engine.TrustUser,
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 	"gatehouse/service"
 	"gatehouse/web/templates"
@@ -30,7 +31,7 @@ const (
 
 // cardView builds an approval card for viewer at now. result says how the
 // viewer's own resolution went, when this render answers one.
-func cardView(a service.Approval, viewer engine.Principal, now time.Time, result service.ResolveResult) templates.Card {
+func cardView(a api.Approval, viewer engine.Principal, now time.Time, result service.ResolveResult) templates.Card {
 	c := templates.Card{
 		ID:           a.ID,
 		Summary:      a.ActionSummary,
@@ -64,7 +65,7 @@ func cardView(a service.Approval, viewer engine.Principal, now time.Time, result
 // detailCardView is the card of the approval's detail page: everything
 // unclamped, and the arguments whole (args from GetApprovalArguments)
 // rather than the approval's view cut at 512 characters.
-func detailCardView(a service.Approval, args map[string]any, digests map[string]string, viewer engine.Principal, now time.Time) templates.Card {
+func detailCardView(a api.Approval, args map[string]any, digests map[string]string, viewer engine.Principal, now time.Time) templates.Card {
 	c := cardView(a, viewer, now, "")
 	c.Whole = true
 	c.Arguments, c.Digests = argsView(args), digestsView(digests)
@@ -82,7 +83,7 @@ func longSummaryChars(s string) int {
 
 // outcome tells the viewer plainly what happened to an approval: their own
 // decision, or who decided first and how.
-func outcome(a service.Approval, viewer engine.Principal, result service.ResolveResult) (text, kind string) {
+func outcome(a api.Approval, viewer engine.Principal, result service.ResolveResult) (text, kind string) {
 	kind = "warn"
 	switch a.Status {
 	case engine.ApprovalApproved:
@@ -202,30 +203,60 @@ func digestsView(d map[string]string) []templates.Digest {
 	return out
 }
 
-// eventKeys are the payload fields a timeline line shows, in this order.
-// Payloads carry classifications and decisions, never argument values.
-var eventKeys = []string{"tool_name", "decision", "reason_code", "resolution", "status", "resolved_by", "cause", "failure_reason"}
-
 // timelineView renders events as timeline lines.
-func timelineView(evs []service.Event) []templates.Event {
+func timelineView(evs []api.Event) []templates.Event {
 	out := make([]templates.Event, 0, len(evs))
 	for _, e := range evs {
-		var payload map[string]any
-		_ = json.Unmarshal(e.Payload, &payload) // a payload that is not an object shows no details
-		var parts []string
-		for _, k := range eventKeys {
-			if v, ok := payload[k]; ok && v != nil && v != "" {
-				parts = append(parts, fmt.Sprintf("%s %v", strings.ReplaceAll(k, "_", " "), v))
-			}
-		}
+		p, _ := e.DecodePayload() // a payload that does not decode shows no details
 		out = append(out, templates.Event{
 			ID:   e.ID,
 			At:   e.CreatedAt.UTC().Format("2006-01-02 15:04:05"),
 			Type: e.Type,
-			Text: strings.Join(parts, " · "),
+			Text: timelineText(p),
 		})
 	}
 	return out
+}
+
+// timelineText is the fields of a payload a timeline line shows, in one
+// order whatever the type: tool name, decision, reason code, resolution,
+// status, resolved by, cause, failure reason; empty ones left out.
+func timelineText(p api.EventPayload) string {
+	var parts []string
+	add := func(label, v string) {
+		if v != "" {
+			parts = append(parts, label+" "+v)
+		}
+	}
+	switch p := p.(type) {
+	case api.ActionAuthorizedPayload:
+		add("tool name", p.ToolName)
+		add("decision", string(p.Decision))
+	case api.ActionDeniedPayload:
+		add("tool name", p.ToolName)
+		add("reason code", p.ReasonCode)
+		add("cause", p.Cause)
+	case api.ActionResultPayload:
+		add("tool name", p.ToolName)
+		add("status", p.Status)
+	case api.ApprovalRequestedPayload:
+		add("tool name", p.ToolName)
+	case api.ApprovalResolvedPayload:
+		add("tool name", p.ToolName)
+		add("resolution", p.Resolution)
+		add("status", string(p.Status))
+		add("resolved by", p.ResolvedBy)
+	case api.ApprovalInvalidatedPayload:
+		add("cause", p.Cause)
+	case api.CircuitBreakerPayload:
+		add("tool name", p.ToolName)
+		add("reason code", p.ReasonCode)
+	case api.RunCompletedPayload:
+		add("failure reason", p.FailureReason)
+	case api.RunFailedPayload:
+		add("failure reason", p.FailureReason)
+	}
+	return strings.Join(parts, " · ")
 }
 
 // durationText is a latency as a human reads it.

@@ -11,7 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/api"
-	"gatehouse/service"
 )
 
 // FuzzDecodeJSON: whatever a client sends, the strict decoder either fills
@@ -33,7 +32,7 @@ func FuzzDecodeJSON(f *testing.F) {
 	}
 	e := echo.New()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, v := range []any{&api.ProposeRequest{}, &service.SubmitRunInput{}, &api.ResolveRequest{}} {
+		for _, v := range []any{&api.ProposeRequest{}, &api.SubmitRunInput{}, &api.ResolveRequest{}} {
 			req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 			c := e.NewContext(req, httptest.NewRecorder())
 			err := decodeJSON(c, v)

@@ -44,7 +44,7 @@ type apiError struct {
 	Code    string
 	Message string
 	// Approval is the stored approval on a resolve conflict.
-	Approval *service.Approval
+	Approval *api.Approval
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 	"gatehouse/service"
 )
@@ -12,22 +13,22 @@ import (
 // it. Declaring it here keeps handlers testable against the real service
 // while naming exactly the surface the HTTP layer depends on.
 type Service interface {
-	SubmitRun(ctx context.Context, p engine.Principal, in service.SubmitRunInput) (service.Run, error)
-	GetRun(ctx context.Context, p engine.Principal, runID string) (service.Run, error)
-	ClaimRun(ctx context.Context, p engine.Principal, in service.ClaimInput) (service.Run, bool, error)
-	Heartbeat(ctx context.Context, p engine.Principal, runID string, lease service.Lease, leaseSeconds int) (service.Run, error)
-	Propose(ctx context.Context, p engine.Principal, runID string, lease service.Lease, req engine.ActionRequest) (service.ProposeResult, error)
-	ProposeUnreadable(ctx context.Context, p engine.Principal, runID string, lease service.Lease, req engine.ActionRequest) (service.ProposeResult, error)
-	Resume(ctx context.Context, p engine.Principal, runID, invocationID string, lease service.Lease, in service.ResumeInput) (service.ResumeResult, error)
-	RecordResult(ctx context.Context, p engine.Principal, runID, invocationID string, lease service.Lease, status string) (service.WorkerInvocation, error)
-	CompleteRun(ctx context.Context, p engine.Principal, runID string, lease service.Lease, status string) (service.Run, error)
-	CancelRun(ctx context.Context, p engine.Principal, runID string) (service.Run, error)
-	ListInvocations(ctx context.Context, p engine.Principal, runID string) ([]service.Invocation, error)
-	GetApproval(ctx context.Context, p engine.Principal, id string) (service.Approval, error)
+	SubmitRun(ctx context.Context, p engine.Principal, in api.SubmitRunInput) (api.Run, error)
+	GetRun(ctx context.Context, p engine.Principal, runID string) (api.Run, error)
+	ClaimRun(ctx context.Context, p engine.Principal, in api.ClaimInput) (api.Run, bool, error)
+	Heartbeat(ctx context.Context, p engine.Principal, runID string, lease api.Lease, leaseSeconds int) (api.Run, error)
+	Propose(ctx context.Context, p engine.Principal, runID string, lease api.Lease, req engine.ActionRequest) (api.ProposeResult, error)
+	ProposeUnreadable(ctx context.Context, p engine.Principal, runID string, lease api.Lease, req engine.ActionRequest) (api.ProposeResult, error)
+	Resume(ctx context.Context, p engine.Principal, runID, invocationID string, lease api.Lease, in api.ResumeInput) (api.ResumeResult, error)
+	RecordResult(ctx context.Context, p engine.Principal, runID, invocationID string, lease api.Lease, status string) (api.WorkerInvocation, error)
+	CompleteRun(ctx context.Context, p engine.Principal, runID string, lease api.Lease, status string) (api.Run, error)
+	CancelRun(ctx context.Context, p engine.Principal, runID string) (api.Run, error)
+	ListInvocations(ctx context.Context, p engine.Principal, runID string) ([]api.Invocation, error)
+	GetApproval(ctx context.Context, p engine.Principal, id string) (api.Approval, error)
 	GetApprovalArguments(ctx context.Context, p engine.Principal, id string) (map[string]any, map[string]string, error)
-	ListApprovals(ctx context.Context, p engine.Principal, f service.ApprovalFilter) (service.ApprovalPage, error)
+	ListApprovals(ctx context.Context, p engine.Principal, f service.ApprovalFilter) (api.ApprovalPage, error)
 	ResolveApproval(ctx context.Context, p engine.Principal, id string, resolution engine.ApprovalResolutionType, reason string) (service.ResolveOutcome, error)
-	ListEvents(ctx context.Context, p engine.Principal, f service.EventFilter) ([]service.Event, error)
+	ListEvents(ctx context.Context, p engine.Principal, f service.EventFilter) ([]api.Event, error)
 	EventWatermark(ctx context.Context, p engine.Principal) (string, error)
 	Overview(ctx context.Context, p engine.Principal) (service.Overview, error)
 	Ping(ctx context.Context) error

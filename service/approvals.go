@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 )
 
@@ -92,7 +93,7 @@ SELECT ` + approvalColumns + ` FROM approvals
  LIMIT $10`
 
 // approvalListHistory lists final approvals, newest resolution first;
-// $2 ” is any final status.
+// an empty $2 is any final status.
 const approvalListHistory = `
 SELECT ` + approvalColumns + ` FROM approvals
  WHERE tenant_id = $1 AND status <> 'pending'
@@ -109,7 +110,7 @@ SELECT ` + approvalColumns + ` FROM approvals
 
 // approvalRow is an approval with what only the service reads.
 type approvalRow struct {
-	Approval
+	api.Approval
 	NormalizedArgumentsHash string
 	RequestedScopes         []string
 	AgentVersion            string
@@ -240,32 +241,27 @@ func cancelApprovalsForRun(ctx context.Context, db DBTX, runID string, now time.
 // resolvedPayload is the approval.resolved event for every way an approval
 // leaves pending; expiry and cancellation carry resolution "expired" or
 // "cancelled" and no resolver.
-func resolvedPayload(a approvalRow) map[string]any {
+func resolvedPayload(a approvalRow) api.ApprovalResolvedPayload {
 	resolution := string(a.Resolution)
 	if resolution == "" {
 		resolution = string(a.Status)
 	}
-	return map[string]any{
-		"approval_id":   a.ID,
-		"invocation_id": a.ToolInvocationID,
-		"tool_name":     a.ToolName,
-		"risk":          a.Risk,
-		"status":        a.Status,
-		"resolution":    resolution,
-		"resolved_by":   a.ResolvedBy,
+	return api.ApprovalResolvedPayload{
+		ApprovalID: a.ID, InvocationID: a.ToolInvocationID, ToolName: a.ToolName, Risk: a.Risk,
+		Status: a.Status, Resolution: resolution, ResolvedBy: a.ResolvedBy,
 	}
 }
 
 // GetApproval reads one approval of the principal's tenant; another
 // tenant's approval is ErrNotFound, never ErrForbidden; a principal without
 // approval.read is ErrForbidden whatever the id.
-func (s *Service) GetApproval(ctx context.Context, p engine.Principal, id string) (Approval, error) {
+func (s *Service) GetApproval(ctx context.Context, p engine.Principal, id string) (api.Approval, error) {
 	if err := requireScope(p, scopeApprovalRead); err != nil {
-		return Approval{}, fmt.Errorf("service: get approval: %w", err)
+		return api.Approval{}, fmt.Errorf("service: get approval: %w", err)
 	}
 	a, err := approvalRepo{s.pool}.get(ctx, p.TenantID, id)
 	if err != nil {
-		return Approval{}, fmt.Errorf("service: get approval: %w", err)
+		return api.Approval{}, fmt.Errorf("service: get approval: %w", err)
 	}
 	return a.Approval, nil
 }
@@ -337,29 +333,29 @@ func decodeCursor(s string) (*approvalCursor, error) {
 // ListApprovals lists the principal's tenant's approvals: pending in queue
 // order (risk rank descending, then oldest first), or final ones newest
 // resolution first, one page at a time. It needs approval.read.
-func (s *Service) ListApprovals(ctx context.Context, p engine.Principal, f ApprovalFilter) (ApprovalPage, error) {
+func (s *Service) ListApprovals(ctx context.Context, p engine.Principal, f ApprovalFilter) (api.ApprovalPage, error) {
 	if err := requireScope(p, scopeApprovalRead); err != nil {
-		return ApprovalPage{}, fmt.Errorf("service: list approvals: %w", err)
+		return api.ApprovalPage{}, fmt.Errorf("service: list approvals: %w", err)
 	}
 	limit := clampLimit(f.Limit, approvalsDefaultLimit, approvalsMaxLimit)
 	cur, err := decodeCursor(f.Cursor)
 	if err != nil {
-		return ApprovalPage{}, err
+		return api.ApprovalPage{}, err
 	}
 	if f.Risk != "" && !f.Risk.Valid() {
-		return ApprovalPage{}, &InvalidError{Msg: "unknown risk"}
+		return api.ApprovalPage{}, &InvalidError{Msg: "unknown risk"}
 	}
 	pending := f.Status == "" || f.Status == engine.ApprovalPending
 	status := ""
 	if !pending && f.Status != "resolved" {
 		if !f.Status.Valid() {
-			return ApprovalPage{}, &InvalidError{Msg: "unknown status"}
+			return api.ApprovalPage{}, &InvalidError{Msg: "unknown status"}
 		}
 		status = string(f.Status)
 	}
 	// A malformed run or session id matches nothing rather than erroring.
 	if (f.RunID != "" && !engine.ValidUUID(f.RunID)) || (f.SessionID != "" && !engine.ValidUUID(f.SessionID)) {
-		return ApprovalPage{Items: []Approval{}}, nil
+		return api.ApprovalPage{Items: []api.Approval{}}, nil
 	}
 	var rows pgx.Rows
 	if pending {
@@ -379,13 +375,13 @@ func (s *Service) ListApprovals(ctx context.Context, p engine.Principal, f Appro
 			nullUUID(f.SessionID), string(f.Risk), f.ResolvedBy, f.Since, f.Until, at, id, limit+1)
 	}
 	if err != nil {
-		return ApprovalPage{}, fmt.Errorf("service: list approvals: %w", err)
+		return api.ApprovalPage{}, fmt.Errorf("service: list approvals: %w", err)
 	}
 	list, err := collectApprovals(rows)
 	if err != nil {
-		return ApprovalPage{}, fmt.Errorf("service: list approvals: %w", err)
+		return api.ApprovalPage{}, fmt.Errorf("service: list approvals: %w", err)
 	}
-	page := ApprovalPage{Items: make([]Approval, 0, min(len(list), limit))}
+	page := api.ApprovalPage{Items: make([]api.Approval, 0, min(len(list), limit))}
 	for i, a := range list {
 		if i == limit {
 			last := list[i-1]

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 )
 
@@ -146,9 +147,9 @@ func bareResolve(ctx context.Context, tx pgx.Tx, bb *bundle, id string, payload 
 		args []any
 	}{
 		{runCheckpointSettle, []any{runID, id, invID, now}},
-		{eventInsert, []any{bb.tenant, runID, EventApprovalResolved, payload, now}},
+		{eventInsert, []any{bb.tenant, runID, api.EventApprovalResolved, payload, now}},
 		{runRequeueIfSettled, []any{runID, now}},
-		{eventInsert, []any{bb.tenant, runID, EventRunQueued, []byte(`{}`), now}},
+		{eventInsert, []any{bb.tenant, runID, api.EventRunQueued, []byte(`{}`), now}},
 		{eventNotify, []any{notifyChannel, bb.tenant}},
 	} {
 		if _, err := tx.Exec(ctx, q.sql, q.args...); err != nil {
@@ -185,7 +186,7 @@ func longPollWake(b *testing.B, bb *bundle, period time.Duration) {
 		}
 		got := make(chan time.Time, 1)
 		go func() {
-			if err := bb.awaitEvent(after, EventApprovalRequested); err != nil {
+			if err := bb.awaitEvent(after, api.EventApprovalRequested); err != nil {
 				b.Error(err)
 			}
 			got <- time.Now()

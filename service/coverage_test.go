@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 	"gatehouse/rules"
 )
@@ -27,13 +28,13 @@ func TestResumePastDeadlineFailsRun(t *testing.T) {
 	b.resolve(res.ApprovalID, engine.ResolutionApproveOnce)
 	c2 := b.claim(c.run.ID)
 	b.clock.Advance(40 * time.Second) // past the deadline, inside the lease
-	rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"})
+	rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, api.ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"})
 	if err != nil || rr.Authorized || rr.Result == nil || rr.Result.ReasonCode != engine.ReasonApprovalExpired {
 		t.Fatalf("resume past deadline: %+v %v", rr, err)
 	}
-	mustEqual(t, "run", rr.RunStatus, RunFailed)
+	mustEqual(t, "run", rr.RunStatus, api.RunFailed)
 	mustEqual(t, "failure", b.run(c.run.ID).FailureReason, failureDeadlineExceeded)
-	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, InvocationDenied)
+	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, api.InvocationDenied)
 }
 
 // Parking sends NOTIFY (the latency hint) on the events channel with the
@@ -96,9 +97,9 @@ func TestGate10PromptIsNotAuthorizationDefaultProfile(t *testing.T) {
 	}
 	b.svc = b.newService(policy)
 	owner := engine.Principal{ID: b.owner.ID, TenantID: b.tenant, Scopes: engine.ScopeVocabulary()}
-	propose := func(req engine.ActionRequest) ProposeResult {
+	propose := func(req engine.ActionRequest) api.ProposeResult {
 		t.Helper()
-		r, err := b.svc.SubmitRun(b.ctx, owner, SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1.0"})
+		r, err := b.svc.SubmitRun(b.ctx, owner, api.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1.0"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 )
 
@@ -30,14 +31,14 @@ func TestCircuitBreakerCountsHumanDenials(t *testing.T) {
 		b.resolve(park.ApprovalID, engine.ResolutionDeny)
 		r := b.run(c.run.ID)
 		if i < circuitBreakerThreshold {
-			mustEqual(t, "run after a human denial", r.Status, RunQueued)
+			mustEqual(t, "run after a human denial", r.Status, api.RunQueued)
 			c = b.claim(c.run.ID)
 			continue
 		}
-		mustEqual(t, "run after the third human denial", r.Status, RunFailed)
+		mustEqual(t, "run after the third human denial", r.Status, api.RunFailed)
 		mustEqual(t, "failure", r.FailureReason, failureCircuitBreaker)
 	}
-	mustEqual(t, "breaker events", b.countEvents(c.run.ID, EventCircuitBreakerTipped), 1)
+	mustEqual(t, "breaker events", b.countEvents(c.run.ID, api.EventCircuitBreakerTipped), 1)
 	_, err := b.svc.Propose(b.ctx, b.owner, c.run.ID, c.lease, next())
 	wantErr(t, err, ErrStaleLease)
 }
@@ -54,13 +55,13 @@ func TestCircuitBreakerCountsRevalidationDenials(t *testing.T) {
 		park := b.parked(c, req)
 		b.resolve(park.ApprovalID, engine.ResolutionApproveOnce)
 		c = b.claim(c.run.ID)
-		rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, park.InvocationID, c.lease, ResumeInput{Arguments: req.Arguments, AgentVersion: "2.0"})
+		rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, park.InvocationID, c.lease, api.ResumeInput{Arguments: req.Arguments, AgentVersion: "2.0"})
 		if err != nil || rr.Authorized || rr.Result == nil || rr.Result.ReasonCode != engine.ReasonApprovalInvalidated {
 			t.Fatalf("resume %d: %+v %v", i, rr, err)
 		}
-		want := RunRunning
+		want := api.RunRunning
 		if i == circuitBreakerThreshold {
-			want = RunFailed
+			want = api.RunFailed
 		}
 		mustEqual(t, "run status in the answer", rr.RunStatus, want)
 	}
@@ -86,7 +87,7 @@ func TestSchemaInvalidProposalIsRecordedDenial(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			c := b.started()
-			var res ProposeResult
+			var res api.ProposeResult
 			for i := range circuitBreakerThreshold {
 				req := action("workspace.read_text", map[string]any{"path": "a"})
 				spoil(&req)
@@ -95,7 +96,7 @@ func TestSchemaInvalidProposalIsRecordedDenial(t *testing.T) {
 				if err != nil || res.Decision != engine.DecisionDeny || res.Result == nil || res.Result.ReasonCode != engine.ReasonUnclassifiable {
 					t.Fatalf("proposal %d: %+v %v", i, res, err)
 				}
-				mustEqual(t, "recorded", b.invocation(c.run.ID, res.InvocationID).Status, InvocationDenied)
+				mustEqual(t, "recorded", b.invocation(c.run.ID, res.InvocationID).Status, api.InvocationDenied)
 				if i == circuitBreakerThreshold-1 {
 					break // the run has failed: its lease is stale
 				}
@@ -105,7 +106,7 @@ func TestSchemaInvalidProposalIsRecordedDenial(t *testing.T) {
 					t.Fatalf("retry: %+v %v", again, err)
 				}
 			}
-			mustEqual(t, "the breaker counted them", res.RunStatus, RunFailed)
+			mustEqual(t, "the breaker counted them", res.RunStatus, api.RunFailed)
 		})
 	}
 }
@@ -123,7 +124,7 @@ func TestUnreadableProposalIsRecordedDenial(t *testing.T) {
 		t.Fatalf("unreadable: %+v %v", res, err)
 	}
 	inv := b.invocation(c.run.ID, res.InvocationID)
-	mustEqual(t, "status", inv.Status, InvocationDenied)
+	mustEqual(t, "status", inv.Status, api.InvocationDenied)
 	mustEqual(t, "tool", inv.ToolName, "workspace.read_text")
 	// Without a usable action_id there is nothing to key a record on.
 	req.ActionID = "x"
@@ -144,15 +145,15 @@ func TestResumePastDeadlineOutranksInvalidation(t *testing.T) {
 	b.resolve(park.ApprovalID, engine.ResolutionApproveOnce)
 	c = b.claim(c.run.ID)
 	b.clock.Advance(40 * time.Second)
-	rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, park.InvocationID, c.lease, ResumeInput{
+	rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, park.InvocationID, c.lease, api.ResumeInput{
 		Arguments: map[string]any{"to": "attacker@example.com"}, AgentVersion: "1.0",
 	})
 	if err != nil || rr.Authorized || rr.Result == nil || rr.Result.ReasonCode != engine.ReasonApprovalExpired {
 		t.Fatalf("resume: %+v %v", rr, err)
 	}
-	mustEqual(t, "run", rr.RunStatus, RunFailed)
+	mustEqual(t, "run", rr.RunStatus, api.RunFailed)
 	mustEqual(t, "failure", b.run(c.run.ID).FailureReason, failureDeadlineExceeded)
-	mustEqual(t, "approval.invalidated events", b.countEvents(c.run.ID, EventApprovalInvalidated), 0)
+	mustEqual(t, "approval.invalidated events", b.countEvents(c.run.ID, api.EventApprovalInvalidated), 0)
 }
 
 // Past the deadline an action the policy allows is refused too, and the
@@ -170,13 +171,13 @@ func TestProposeAllowedPastDeadlineIsRefused(t *testing.T) {
 	if res.Decision != engine.DecisionDeny || res.Result == nil || res.Result.ReasonCode != engine.ReasonApprovalExpired {
 		t.Fatalf("past the deadline: %+v", res)
 	}
-	mustEqual(t, "run", res.RunStatus, RunFailed)
+	mustEqual(t, "run", res.RunStatus, api.RunFailed)
 	mustEqual(t, "failure", b.run(c.run.ID).FailureReason, failureDeadlineExceeded)
 }
 
 // strictRun parks a blog.publish on a run of profile "strict" through a
 // service that has it loaded; b.svc knows only "default".
-func strictRun(t *testing.T, b *bundle) (*Service, claimed, ProposeResult, engine.ActionRequest) {
+func strictRun(t *testing.T, b *bundle) (*Service, claimed, api.ProposeResult, engine.ActionRequest) {
 	t.Helper()
 	withStrict := testSet(t, map[string]*engine.LoadedRuleset{
 		"default": b.policy.DefaultRuleset(),
@@ -185,7 +186,7 @@ func strictRun(t *testing.T, b *bundle) (*Service, claimed, ProposeResult, engin
 	strict := b.newService(withStrict)
 	owner := b.owner
 	owner.PolicyProfiles = []string{"strict"}
-	r, err := strict.SubmitRun(b.ctx, owner, SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1.0", PolicyProfile: "strict"})
+	r, err := strict.SubmitRun(b.ctx, owner, api.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1.0", PolicyProfile: "strict"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,14 +210,14 @@ func TestResumeWithUnloadedProfileDeniesEscalated(t *testing.T) {
 		t.Fatalf("approve: %+v %v", out, err)
 	}
 	c = b.claim(c.run.ID)
-	rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, park.InvocationID, c.lease, ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"})
+	rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, park.InvocationID, c.lease, api.ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"})
 	if err != nil || rr.Authorized || rr.Result == nil || rr.Result.ReasonCode != engine.ReasonRevalidationEscalated || !rr.Result.Retryable {
 		t.Fatalf("resume: %+v %v", rr, err)
 	}
-	mustEqual(t, "invocation", b.invocation(c.run.ID, park.InvocationID).Status, InvocationDenied)
-	mustEqual(t, "run", b.run(c.run.ID).Status, RunRunning)
+	mustEqual(t, "invocation", b.invocation(c.run.ID, park.InvocationID).Status, api.InvocationDenied)
+	mustEqual(t, "run", b.run(c.run.ID).Status, api.RunRunning)
 	var cause string
-	if err := b.pool.QueryRow(b.ctx, `SELECT payload->>'cause' FROM events WHERE run_id = $1 AND type = $2`, c.run.ID, EventActionDenied).Scan(&cause); err != nil {
+	if err := b.pool.QueryRow(b.ctx, `SELECT payload->>'cause' FROM events WHERE run_id = $1 AND type = $2`, c.run.ID, api.EventActionDenied).Scan(&cause); err != nil {
 		t.Fatal(err)
 	}
 	mustEqual(t, "audit cause", cause, causeProfileNotLoaded)
@@ -247,7 +248,7 @@ func TestRecordResultHidesExplanationAndRuleID(t *testing.T) {
 			t.Errorf("result response carries %s: %s", key, raw)
 		}
 	}
-	if !strings.Contains(string(raw), `"reason_code"`) || inv.Status != InvocationSucceeded {
+	if !strings.Contains(string(raw), `"reason_code"`) || inv.Status != api.InvocationSucceeded {
 		t.Errorf("result response lost what the worker needs: %s", raw)
 	}
 }
@@ -261,12 +262,12 @@ func TestRepeatResumeOfAuthorizedInvocationVoidsNothing(t *testing.T) {
 	if rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, park.InvocationID, c.lease, in); err != nil || !rr.Authorized {
 		t.Fatalf("resume: %+v %v", rr, err)
 	}
-	changed := ResumeInput{Arguments: map[string]any{"url": "https://example.com/hook", "body": "y"}, AgentVersion: "1.0"}
+	changed := api.ResumeInput{Arguments: map[string]any{"url": "https://example.com/hook", "body": "y"}, AgentVersion: "1.0"}
 	rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, park.InvocationID, c.lease, changed)
 	if err != nil || rr.Authorized || rr.Result == nil {
 		t.Fatalf("changed repeat: %+v %v", rr, err)
 	}
-	mustEqual(t, "approval.invalidated events", b.countEvents(c.run.ID, EventApprovalInvalidated), 0)
+	mustEqual(t, "approval.invalidated events", b.countEvents(c.run.ID, api.EventApprovalInvalidated), 0)
 }
 
 // The distinct-resolver rule is against self-approval: the run's owner may

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 )
 
@@ -52,8 +53,10 @@ SELECT id, tenant_id, COALESCE(run_id::text, ''), type, payload, created_at, tx_
  ORDER BY tx_id, id
  LIMIT $4`
 
-// insertEvent writes one events row; runID "" is no run.
-func insertEvent(ctx context.Context, db DBTX, tenantID, runID, typ string, now time.Time, payload any) error {
+// insertEvent writes one events row of the payload's type; runID "" is no
+// run.
+func insertEvent(ctx context.Context, db DBTX, tenantID, runID string, now time.Time, payload api.EventPayload) error {
+	typ := payload.EventType()
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("event %s: encode payload: %w", typ, err)
@@ -93,7 +96,7 @@ const (
 // ends; an empty list is not an error. Waiting, it re-queries when
 // RunListener hears the tenant, and at the latest every eventsFallbackPoll,
 // so notifications are a latency hint, never the source of truth.
-func (s *Service) ListEvents(ctx context.Context, p engine.Principal, f EventFilter) ([]Event, error) {
+func (s *Service) ListEvents(ctx context.Context, p engine.Principal, f EventFilter) ([]api.Event, error) {
 	limit := clampLimit(f.Limit, eventsDefaultLimit, eventsMaxLimit)
 	after, err := decodeEventCursor(f.After)
 	if err != nil {
@@ -102,7 +105,7 @@ func (s *Service) ListEvents(ctx context.Context, p engine.Principal, f EventFil
 	query, args := eventsAfterTenant, []any{p.TenantID, after.tx, after.id, limit}
 	if f.RunID != "" {
 		if !engine.ValidUUID(f.RunID) {
-			return []Event{}, nil
+			return []api.Event{}, nil
 		}
 		query, args = eventsAfterRun, append(args, f.RunID)
 	}
@@ -156,13 +159,13 @@ func sleepOrWake(ctx context.Context, deadline <-chan time.Time, woken <-chan st
 	}
 }
 
-func (s *Service) listEventsOnce(ctx context.Context, query string, args []any) ([]Event, error) {
+func (s *Service) listEventsOnce(ctx context.Context, query string, args []any) ([]api.Event, error) {
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("service: list events: %w", err)
 	}
-	evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) {
-		var e Event
+	evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (api.Event, error) {
+		var e api.Event
 		var tx int64
 		err := r.Scan(&e.ID, &e.TenantID, &e.RunID, &e.Type, &e.Payload, &e.CreatedAt, &tx)
 		e.Cursor = eventPos{tx: tx, id: e.ID}.String()

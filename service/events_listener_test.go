@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"gatehouse/api"
 )
 
 // runListener runs the bundle's listener until the test ends and returns
@@ -88,7 +90,7 @@ func (b *bundle) parkWhileWaiting() error {
 		b.t.Fatal(err)
 	}
 	got := make(chan error, 1)
-	go func() { got <- b.awaitEvent(after, EventApprovalRequested) }()
+	go func() { got <- b.awaitEvent(after, api.EventApprovalRequested) }()
 	waitUntil(b.t, "long-poll waiting", func() bool { return b.svc.wakeups.waiting(b.tenant) > 0 })
 	b.parked(c, action("email.send", map[string]any{"to": "x"}))
 	return receive(b.t, "long-poll result", got)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"gatehouse/api"
 )
 
 // heldWriter is a transaction that has its xid before it writes, as a
@@ -29,9 +31,15 @@ func heldWriter(t *testing.T, b *bundle) (pgx.Tx, int64) {
 	return tx, xid
 }
 
+// testEvent is an event of any type with an empty payload, for tests of
+// the log's order.
+type testEvent struct{ typ string }
+
+func (e testEvent) EventType() string { return e.typ }
+
 func writeEvent(t *testing.T, b *bundle, db DBTX, typ string) int64 {
 	t.Helper()
-	if err := insertEvent(b.ctx, db, b.tenant, "", typ, b.clock.Now(), map[string]any{}); err != nil {
+	if err := insertEvent(b.ctx, db, b.tenant, "", b.clock.Now(), testEvent{typ}); err != nil {
 		t.Fatal(err)
 	}
 	var id int64
@@ -44,7 +52,7 @@ func writeEvent(t *testing.T, b *bundle, db DBTX, typ string) int64 {
 // nextPage long-polls until a page after cursor is not empty: another
 // test's open transaction only delays visibility. A page that never comes
 // is a skipped event.
-func nextPage(t *testing.T, b *bundle, after string) []Event {
+func nextPage(t *testing.T, b *bundle, after string) []api.Event {
 	t.Helper()
 	evs, err := b.svc.ListEvents(b.ctx, b.owner, EventFilter{After: after, Wait: eventsMaxWait})
 	if err != nil {
@@ -114,7 +122,7 @@ func TestListEventsConcurrentReadersSeeEveryEventOnce(t *testing.T) {
 					}
 					time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
 					for range 1 + rng.IntN(3) {
-						if err := insertEvent(b.ctx, tx, b.tenant, "", fmt.Sprintf("test.w%d.%d", w, i), b.clock.Now(), map[string]any{}); err != nil {
+						if err := insertEvent(b.ctx, tx, b.tenant, "", b.clock.Now(), testEvent{fmt.Sprintf("test.w%d.%d", w, i)}); err != nil {
 							return err
 						}
 					}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 	"gatehouse/internal/pgdb"
 )
@@ -43,7 +44,7 @@ const circuitBreakerThreshold = 3
 //   - a stale lease is ErrStaleLease, another tenant's run ErrNotFound; an
 //     action_id that is not a uuid (nothing to key the record on) is
 //     ErrInvalid.
-func (s *Service) Propose(ctx context.Context, p engine.Principal, runID string, lease Lease, req engine.ActionRequest) (ProposeResult, error) {
+func (s *Service) Propose(ctx context.Context, p engine.Principal, runID string, lease api.Lease, req engine.ActionRequest) (api.ProposeResult, error) {
 	return s.proposeRequest(ctx, p, runID, lease, req, false)
 }
 
@@ -53,16 +54,16 @@ func (s *Service) Propose(ctx context.Context, p engine.Principal, runID string,
 // any proposal: the model gets the denial result, a retry gets the stored
 // answer, and the breaker counts it. req carries only the fields that could
 // be read; the rest is never evaluated.
-func (s *Service) ProposeUnreadable(ctx context.Context, p engine.Principal, runID string, lease Lease, req engine.ActionRequest) (ProposeResult, error) {
+func (s *Service) ProposeUnreadable(ctx context.Context, p engine.Principal, runID string, lease api.Lease, req engine.ActionRequest) (api.ProposeResult, error) {
 	return s.proposeRequest(ctx, p, runID, lease, req, true)
 }
 
-func (s *Service) proposeRequest(ctx context.Context, p engine.Principal, runID string, lease Lease, req engine.ActionRequest, unreadable bool) (ProposeResult, error) {
+func (s *Service) proposeRequest(ctx context.Context, p engine.Principal, runID string, lease api.Lease, req engine.ActionRequest, unreadable bool) (api.ProposeResult, error) {
 	if !engine.ValidUUID(req.ActionID) {
-		return ProposeResult{}, &InvalidError{Msg: "action.action_id must be a uuid"}
+		return api.ProposeResult{}, &InvalidError{Msg: "action.action_id must be a uuid"}
 	}
 	now := s.now()
-	var res ProposeResult
+	var res api.ProposeResult
 	err := s.withTx(ctx, func(tx pgx.Tx, after *afterCommit) error {
 		run, err := lockRunForWorker(ctx, tx, p.TenantID, runID, lease, now)
 		if errors.Is(err, ErrStaleLease) && retriedAfterPark(run, lease) {
@@ -84,18 +85,18 @@ func (s *Service) proposeRequest(ctx context.Context, p engine.Principal, runID 
 		return err
 	})
 	if err != nil {
-		return ProposeResult{}, fmt.Errorf("service: propose: %w", err)
+		return api.ProposeResult{}, fmt.Errorf("service: propose: %w", err)
 	}
 	if s.failAfterStep != nil {
 		if err := s.failAfterStep(8); err != nil {
-			return ProposeResult{}, err
+			return api.ProposeResult{}, err
 		}
 	}
 	return res, nil
 }
 
-func retriedAfterPark(run Run, lease Lease) bool {
-	return run.Status == RunWaitingForApproval && run.WorkerID == lease.WorkerID && run.FencingToken == lease.FencingToken
+func retriedAfterPark(run api.Run, lease api.Lease) bool {
+	return run.Status == api.RunWaitingForApproval && run.WorkerID == lease.WorkerID && run.FencingToken == lease.FencingToken
 }
 
 // storedProposal answers a repeated action_id from the record; ErrNotFound
@@ -105,21 +106,21 @@ func retriedAfterPark(run Run, lease Lease) bool {
 // another lease (a reclaimed run replaying its steps), repeating "allow"
 // would authorize a second execution, so the answer is ErrConflict and the
 // runtime applies crash recovery to the invocation it already holds.
-func (s *Service) storedProposal(ctx context.Context, tx pgx.Tx, run Run, lease Lease, req engine.ActionRequest) (ProposeResult, error) {
+func (s *Service) storedProposal(ctx context.Context, tx pgx.Tx, run api.Run, lease api.Lease, req engine.ActionRequest) (api.ProposeResult, error) {
 	inv, found, err := getInvocationByAction(ctx, tx, run.ID, req.ActionID)
 	if err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 	if !found {
-		return ProposeResult{}, ErrNotFound
+		return api.ProposeResult{}, ErrNotFound
 	}
 	if argumentsHash(req.Arguments) != inv.NormalizedArgumentsHash || req.Name != inv.ToolName {
-		return ProposeResult{}, fmt.Errorf("action_id reused with different arguments: %w", ErrConflict)
+		return api.ProposeResult{}, fmt.Errorf("action_id reused with different arguments: %w", ErrConflict)
 	}
 	if allowed := inv.Decision.Decision == engine.DecisionAllow || inv.Decision.Decision == engine.DecisionAllowWithModifications; allowed && !inv.authorizedTo(lease) {
-		return ProposeResult{}, fmt.Errorf("action already authorized under another lease or executed (%s): %w", inv.Status, ErrConflict)
+		return api.ProposeResult{}, fmt.Errorf("action already authorized under another lease or executed (%s): %w", inv.Status, ErrConflict)
 	}
-	res := ProposeResult{
+	res := api.ProposeResult{
 		Decision:     inv.Decision.Decision,
 		InvocationID: inv.ID,
 		ApprovalID:   inv.ApprovalID,
@@ -133,7 +134,7 @@ func (s *Service) storedProposal(ctx context.Context, tx pgx.Tx, run Run, lease 
 		// The stored effective arguments, numbers kept as literals: the
 		// decision's copy went through float64 and would not hash the same.
 		if err := pgdb.UnmarshalNumbers(inv.EffectiveArguments, &res.EffectiveArguments); err != nil {
-			return ProposeResult{}, fmt.Errorf("decode effective arguments: %w", err)
+			return api.ProposeResult{}, fmt.Errorf("decode effective arguments: %w", err)
 		}
 	}
 	return res, nil
@@ -152,12 +153,12 @@ func argumentsHash(args map[string]any) string {
 }
 
 // missingFrom recomputes which scopes a scope denial named.
-func missingFrom(a engine.ProposedAction, run Run) []string {
+func missingFrom(a engine.ProposedAction, run api.Run) []string {
 	return engine.MissingScopes(a.RequiredScopes, run.PrincipalScopes)
 }
 
 // propose decides a new action and persists the outcome.
-func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, lease Lease, req engine.ActionRequest, unreadable bool, now time.Time) (ProposeResult, error) {
+func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, run api.Run, lease api.Lease, req engine.ActionRequest, unreadable bool, now time.Time) (api.ProposeResult, error) {
 	rs, ok := s.ruleset(run.PolicyProfile)
 	var out engine.GateOutcome
 	switch {
@@ -166,7 +167,7 @@ func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, ru
 	case ok:
 		// The principal the engine sees is the run's stamp, never the
 		// caller's or the principal's current scopes (gate 13).
-		out = engine.Gate(req, s.cfg.Policy.Catalog(), run.snapshot(), run.stampPrincipal(), rs, now)
+		out = engine.Gate(req, s.cfg.Policy.Catalog(), runSnapshot(run), stampPrincipal(run), rs, now)
 	default:
 		// The run's profile is no longer loaded: nothing can classify it.
 		out = unclassifiable(req, "the run's policy profile is not loaded")
@@ -179,15 +180,15 @@ func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, ru
 		}
 	}
 	inv := newInvocation{id: newID(), runID: run.ID, tenantID: run.TenantID, req: req, out: out, now: now}
-	res := ProposeResult{Decision: out.Decision.Decision, InvocationID: inv.id, RunStatus: run.Status}
-	if run.pastDeadline(now) {
+	res := api.ProposeResult{Decision: out.Decision.Decision, InvocationID: inv.id, RunStatus: run.Status}
+	if pastDeadline(run, now) {
 		// The run is over: no decision the engine reached may start
 		// anything now.
 		return s.denyPastDeadline(ctx, tx, after, run, inv)
 	}
 	switch out.Decision.Decision {
 	case engine.DecisionAllow, engine.DecisionAllowWithModifications:
-		inv.status = InvocationProposed
+		inv.status = api.InvocationProposed
 		row, err := insertInvocation(ctx, tx, inv)
 		if err != nil {
 			return res, err
@@ -219,7 +220,7 @@ func unclassifiable(req engine.ActionRequest, explanation string) engine.GateOut
 // worker's lease is recorded with it. Outcomes:
 // authorized now (the authorized row); ErrConflict when the invocation was in no state an
 // authorization may leave (already authorized, denied, cancelled).
-func (s *Service) authorize(ctx context.Context, tx pgx.Tx, inv invocationRow, lease Lease, now time.Time) (invocationRow, error) {
+func (s *Service) authorize(ctx context.Context, tx pgx.Tx, inv invocationRow, lease api.Lease, now time.Time) (invocationRow, error) {
 	row, err := scanInvocation(tx.QueryRow(ctx, invocationAuthorize, inv.ID, now, lease.WorkerID, lease.FencingToken))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return invocationRow{}, fmt.Errorf("authorize %s: %w", inv.Status, ErrConflict)
@@ -230,26 +231,26 @@ func (s *Service) authorize(ctx context.Context, tx pgx.Tx, inv invocationRow, l
 	if s.onAuthorize != nil {
 		s.onAuthorize(row.ID)
 	}
-	return row, insertEvent(ctx, tx, row.TenantID, row.RunID, EventActionAuthorized, now, map[string]any{
-		"invocation_id": row.ID, "tool_name": row.ToolName, "decision": row.Decision.Decision,
-		"policy_version": row.PolicyVersion, "approval_id": row.ApprovalID,
+	return row, insertEvent(ctx, tx, row.TenantID, row.RunID, now, api.ActionAuthorizedPayload{
+		InvocationID: row.ID, ToolName: row.ToolName, Decision: row.Decision.Decision,
+		PolicyVersion: row.PolicyVersion, ApprovalID: row.ApprovalID,
 	})
 }
 
 // deny records a denied proposal and trips the circuit breaker on the
 // third identical one.
-func (s *Service) deny(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv newInvocation) (ProposeResult, error) {
-	inv.status = InvocationDenied
+func (s *Service) deny(ctx context.Context, tx pgx.Tx, after *afterCommit, run api.Run, inv newInvocation) (api.ProposeResult, error) {
+	inv.status = api.InvocationDenied
 	row, err := insertInvocation(ctx, tx, inv)
 	if err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 	reason := inv.out.Decision.ReasonCode
 	d := engine.Denial(inv.req.Name, reason, inv.out.MissingScopes)
-	res := ProposeResult{Decision: engine.DecisionDeny, InvocationID: row.ID, RunStatus: run.Status, Result: &d}
-	if err := insertEvent(ctx, tx, run.TenantID, run.ID, EventActionDenied, inv.now, map[string]any{
-		"invocation_id": row.ID, "tool_name": row.ToolName, "reason_code": reason,
-		"policy_version": row.PolicyVersion,
+	res := api.ProposeResult{Decision: engine.DecisionDeny, InvocationID: row.ID, RunStatus: run.Status, Result: &d}
+	if err := insertEvent(ctx, tx, run.TenantID, run.ID, inv.now, api.ActionDeniedPayload{
+		InvocationID: row.ID, ToolName: row.ToolName, ReasonCode: reason,
+		PolicyVersion: row.PolicyVersion,
 	}); err != nil {
 		return res, err
 	}
@@ -268,21 +269,21 @@ func (s *Service) deny(ctx context.Context, tx pgx.Tx, after *afterCommit, run R
 // denial finds the run parked or re-queued (a run has at most one pending
 // approval: parking releases the lease), hence the three states it may
 // fail from. tripped reports whether this denial failed the run.
-func (s *Service) countDenial(ctx context.Context, tx pgx.Tx, after *afterCommit, inv invocationRow, reason string, now time.Time) (Run, bool, error) {
+func (s *Service) countDenial(ctx context.Context, tx pgx.Tx, after *afterCommit, inv invocationRow, reason string, now time.Time) (api.Run, bool, error) {
 	var n int
 	if err := tx.QueryRow(ctx, invocationCountDenials, inv.RunID, inv.ToolName, inv.NormalizedArgumentsHash, reason).Scan(&n); err != nil {
-		return Run{}, false, fmt.Errorf("count denials: %w", err)
+		return api.Run{}, false, fmt.Errorf("count denials: %w", err)
 	}
 	if n < circuitBreakerThreshold {
-		return Run{}, false, nil
+		return api.Run{}, false, nil
 	}
-	failed, ok, err := failRun(ctx, tx, inv.RunID, []string{RunRunning, RunQueued, RunWaitingForApproval}, failureCircuitBreaker, now)
+	failed, ok, err := failRun(ctx, tx, inv.RunID, []string{api.RunRunning, api.RunQueued, api.RunWaitingForApproval}, failureCircuitBreaker, now)
 	if err != nil || !ok {
 		return failed, false, err
 	}
 	after.add(s.metrics.CircuitBreakerTripped)
-	return failed, true, insertEvent(ctx, tx, inv.TenantID, inv.RunID, EventCircuitBreakerTipped, now, map[string]any{
-		"tool_name": inv.ToolName, "reason_code": reason, "denials": n,
+	return failed, true, insertEvent(ctx, tx, inv.TenantID, inv.RunID, now, api.CircuitBreakerPayload{
+		ToolName: inv.ToolName, ReasonCode: reason, Denials: n,
 	})
 }
 
@@ -305,17 +306,17 @@ const (
 // approval.requested event and NOTIFY. A failure at any step rolls back to
 // a RUNNING run with its lease and no approval, which its lease expiry makes
 // reclaimable; after commit the run is correctly parked.
-func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv newInvocation, rs *engine.LoadedRuleset) (ProposeResult, error) {
+func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run api.Run, inv newInvocation, rs *engine.LoadedRuleset) (api.ProposeResult, error) {
 	now := inv.now
 	a := inv.out.Action
 	approvalID := newID()
-	inv.status, inv.approvalID = InvocationWaitingForApproval, approvalID
+	inv.status, inv.approvalID = api.InvocationWaitingForApproval, approvalID
 	row, err := insertInvocation(ctx, tx, inv)
 	if err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 	if err := s.step(stepInvocation); err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 
 	current := s.currentPrincipal(run.TenantID, run.PrincipalID, run.PrincipalScopes)
@@ -335,7 +336,7 @@ func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run R
 		toolInvocationID = row.ID
 	}
 	approval, err := approvalRepo{tx}.create(ctx, approvalRow{
-		Approval: Approval{
+		Approval: api.Approval{
 			ID: approvalID, TenantID: run.TenantID, PrincipalID: run.PrincipalID, RunID: run.ID,
 			SessionID: run.SessionID, ActionKind: row.Kind, ActionID: row.ActionID,
 			ToolInvocationID: toolInvocationID, ActionSummary: row.Summary, ToolName: row.ToolName,
@@ -349,56 +350,56 @@ func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run R
 		AgentVersion:            run.AgentVersion,
 	})
 	if err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 	if err := s.step(stepApproval); err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 
 	if _, err := execRun(ctx, tx, "checkpoint", runCheckpointPark, run.ID, approval.ID, row.StepNumber, now); err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 	if err := s.step(stepCheckpoint); err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 
 	n, err := execRun(ctx, tx, "park", runPark, run.ID, run.FencingToken, now)
 	if err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 	if n == 0 {
-		return ProposeResult{}, fmt.Errorf("park: run left RUNNING: %w", ErrConflict)
+		return api.ProposeResult{}, fmt.Errorf("park: run left RUNNING: %w", ErrConflict)
 	}
 	if err := s.step(stepWaiting); err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 
 	if _, err := execRun(ctx, tx, "release lease", runReleaseLease, run.ID, now); err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 	if err := s.step(stepReleaseLease); err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 
-	if err := insertEvent(ctx, tx, run.TenantID, run.ID, EventApprovalRequested, now, map[string]any{
-		"approval_id": approval.ID, "invocation_id": row.ID, "tool_name": row.ToolName,
-		"risk": approval.Risk, "side_effect": approval.SideEffect, "expires_at": approval.ExpiresAt,
+	if err := insertEvent(ctx, tx, run.TenantID, run.ID, now, api.ApprovalRequestedPayload{
+		ApprovalID: approval.ID, InvocationID: row.ID, ToolName: row.ToolName,
+		Risk: approval.Risk, SideEffect: approval.SideEffect, ExpiresAt: approval.ExpiresAt,
 	}); err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 	if err := s.step(stepEvent); err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 	if err := notify(ctx, tx, run.TenantID); err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 	if err := s.step(stepNotify); err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 	after.add(func() { s.metrics.ApprovalRequested(approval.SideEffect, approval.Risk) })
-	return ProposeResult{
+	return api.ProposeResult{
 		Decision: engine.DecisionRequireApproval, InvocationID: row.ID, ApprovalID: approval.ID,
-		RunStatus: RunWaitingForApproval,
+		RunStatus: api.RunWaitingForApproval,
 	}, nil
 }
 
@@ -412,8 +413,8 @@ func (s *Service) step(n int) error {
 // denyPastDeadline denies an action proposed after the run's deadline,
 // whatever the engine decided, writes action.denied and fails the run
 // (deadline_exceeded).
-func (s *Service) denyPastDeadline(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv newInvocation) (ProposeResult, error) {
-	inv.status = InvocationDenied
+func (s *Service) denyPastDeadline(ctx context.Context, tx pgx.Tx, after *afterCommit, run api.Run, inv newInvocation) (api.ProposeResult, error) {
+	inv.status = api.InvocationDenied
 	d := inv.out.Decision
 	inv.out.Decision = engine.PolicyDecision{
 		Decision: engine.DecisionDeny, ReasonCode: engine.ReasonApprovalExpired, PolicyVersion: d.PolicyVersion,
@@ -422,19 +423,19 @@ func (s *Service) denyPastDeadline(ctx context.Context, tx pgx.Tx, after *afterC
 	inv.out.EffectiveArguments, inv.out.EffectiveNormalized, inv.out.EffectiveArgumentsHash = nil, nil, ""
 	row, err := insertInvocation(ctx, tx, inv)
 	if err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
-	if err := insertEvent(ctx, tx, run.TenantID, run.ID, EventActionDenied, inv.now, map[string]any{
-		"invocation_id": row.ID, "tool_name": row.ToolName, "reason_code": engine.ReasonApprovalExpired,
-		"policy_version": row.PolicyVersion, "cause": engine.VoidDeadlineExceeded,
+	if err := insertEvent(ctx, tx, run.TenantID, run.ID, inv.now, api.ActionDeniedPayload{
+		InvocationID: row.ID, ToolName: row.ToolName, ReasonCode: engine.ReasonApprovalExpired,
+		PolicyVersion: row.PolicyVersion, Cause: engine.VoidDeadlineExceeded,
 	}); err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
-	failed, _, err := failRun(ctx, tx, run.ID, []string{RunRunning}, failureDeadlineExceeded, inv.now)
+	failed, _, err := failRun(ctx, tx, run.ID, []string{api.RunRunning}, failureDeadlineExceeded, inv.now)
 	if err != nil {
-		return ProposeResult{}, err
+		return api.ProposeResult{}, err
 	}
 	after.add(func() { s.metrics.Denied(engine.ReasonApprovalExpired) })
 	denial := engine.Denial(row.ToolName, engine.ReasonApprovalExpired, nil)
-	return ProposeResult{Decision: engine.DecisionDeny, InvocationID: row.ID, RunStatus: failed.Status, Result: &denial}, nil
+	return api.ProposeResult{Decision: engine.DecisionDeny, InvocationID: row.ID, RunStatus: failed.Status, Result: &denial}, nil
 }

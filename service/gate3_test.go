@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 )
 
@@ -45,7 +46,7 @@ func TestGate03SingleGate(t *testing.T) {
 	park := b.parked(c, req)
 	b.resolve(park.ApprovalID, engine.ResolutionApproveOnce)
 	c2 := b.claim(c.run.ID)
-	if _, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, park.InvocationID, c2.lease, ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"}); err != nil {
+	if _, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, park.InvocationID, c2.lease, api.ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"}); err != nil {
 		t.Fatal(err)
 	}
 	mustEqual(t, "propose authorizations", seen[allow.InvocationID], 1)
@@ -62,7 +63,7 @@ func TestGate03SingleGate(t *testing.T) {
 	} {
 		var args []any
 		if strings.Contains(sql, "$1") {
-			args = append(args, InvocationAuthorized)
+			args = append(args, api.InvocationAuthorized)
 		}
 		if _, err := b.pool.Exec(b.ctx, sql, args...); err == nil || !strings.Contains(err.Error(), "only the single gate") {
 			t.Errorf("%s: err = %v, want the authorize guard", name, err)
@@ -150,7 +151,7 @@ func checkAuthorizeSyntax(t *testing.T) {
 					if writesAuthorized(s) {
 						sqlWrites = append(sqlWrites, where)
 					}
-					if s == InvocationAuthorized {
+					if s == api.InvocationAuthorized {
 						goValues = append(goValues, where)
 					}
 				}
@@ -174,7 +175,7 @@ func checkAuthorizeSyntax(t *testing.T) {
 		}
 	}
 	want("SQL writes of 'AUTHORIZED'", sqlWrites, "service/invocations.go:invocationAuthorize")
-	want("the Go value \"AUTHORIZED\"", goValues, "service/contract.go:InvocationAuthorized")
+	want("the Go value \"AUTHORIZED\"", goValues, "api/resources.go:InvocationAuthorized")
 	// The declaration, and the one call in authorize.
 	slices.Sort(stmtRefs)
 	if !slices.Equal(stmtRefs, []string{"service/gate.go:authorize", "service/invocations.go:invocationAuthorize"}) {
@@ -195,9 +196,15 @@ func enclosing(stack []ast.Node) string {
 	return "?"
 }
 
-// comparedOnly reports whether the identifier on top of stack is declared
-// there or is an operand of == or != or a case of a switch.
+// comparedOnly reports whether the identifier on top of stack (qualified,
+// as api.InvocationAuthorized, or not) is declared there or is an operand
+// of == or != or a case of a switch.
 func comparedOnly(stack []ast.Node) bool {
+	if len(stack) > 0 {
+		if _, ok := stack[len(stack)-1].(*ast.SelectorExpr); ok {
+			stack = stack[:len(stack)-1]
+		}
+	}
 	if len(stack) == 0 {
 		return false
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 	"gatehouse/internal/testdb"
 	"gatehouse/rules"
@@ -195,13 +196,13 @@ func (b *bundle) newService(policy *rules.Set) *Service {
 
 // claimed is a run a worker holds.
 type claimed struct {
-	run   Run
-	lease Lease
+	run   api.Run
+	lease api.Lease
 }
 
-func (b *bundle) submit(p engine.Principal, deadline *time.Time) Run {
+func (b *bundle) submit(p engine.Principal, deadline *time.Time) api.Run {
 	b.t.Helper()
-	r, err := b.svc.SubmitRun(b.ctx, p, SubmitRunInput{SessionID: uuid.NewString(), AgentID: "agent", AgentVersion: "1.0", Deadline: deadline})
+	r, err := b.svc.SubmitRun(b.ctx, p, api.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "agent", AgentVersion: "1.0", Deadline: deadline})
 	if err != nil {
 		b.t.Fatalf("submit: %v", err)
 	}
@@ -210,11 +211,11 @@ func (b *bundle) submit(p engine.Principal, deadline *time.Time) Run {
 
 func (b *bundle) claim(runID string) claimed {
 	b.t.Helper()
-	r, ok, err := b.svc.ClaimRun(b.ctx, b.owner, ClaimInput{WorkerID: "w-" + runID[:8], LeaseSeconds: 60, RunID: runID})
+	r, ok, err := b.svc.ClaimRun(b.ctx, b.owner, api.ClaimInput{WorkerID: "w-" + runID[:8], LeaseSeconds: 60, RunID: runID})
 	if err != nil || !ok {
 		b.t.Fatalf("claim %s: ok=%v err=%v", runID, ok, err)
 	}
-	return claimed{run: r, lease: Lease{WorkerID: r.WorkerID, FencingToken: r.FencingToken}}
+	return claimed{run: r, lease: api.Lease{WorkerID: r.WorkerID, FencingToken: r.FencingToken}}
 }
 
 // started submits and claims a run of the owner.
@@ -230,7 +231,7 @@ func action(name string, args map[string]any) engine.ActionRequest {
 	}
 }
 
-func (b *bundle) propose(c claimed, req engine.ActionRequest) ProposeResult {
+func (b *bundle) propose(c claimed, req engine.ActionRequest) api.ProposeResult {
 	b.t.Helper()
 	res, err := b.svc.Propose(b.ctx, b.owner, c.run.ID, c.lease, req)
 	if err != nil {
@@ -240,7 +241,7 @@ func (b *bundle) propose(c claimed, req engine.ActionRequest) ProposeResult {
 }
 
 // parked proposes an action that needs approval and returns the result.
-func (b *bundle) parked(c claimed, req engine.ActionRequest) ProposeResult {
+func (b *bundle) parked(c claimed, req engine.ActionRequest) api.ProposeResult {
 	b.t.Helper()
 	res := b.propose(c, req)
 	if res.Decision != engine.DecisionRequireApproval || res.ApprovalID == "" {
@@ -258,7 +259,7 @@ func (b *bundle) resolve(id string, r engine.ApprovalResolutionType) ResolveOutc
 	return out
 }
 
-func (b *bundle) run(id string) Run {
+func (b *bundle) run(id string) api.Run {
 	b.t.Helper()
 	r, err := b.svc.GetRun(b.ctx, b.owner, id)
 	if err != nil {
@@ -267,7 +268,7 @@ func (b *bundle) run(id string) Run {
 	return r
 }
 
-func (b *bundle) approval(id string) Approval {
+func (b *bundle) approval(id string) api.Approval {
 	b.t.Helper()
 	a, err := b.svc.GetApproval(b.ctx, b.human, id)
 	if err != nil {
@@ -276,7 +277,7 @@ func (b *bundle) approval(id string) Approval {
 	return a
 }
 
-func (b *bundle) invocation(runID, id string) Invocation {
+func (b *bundle) invocation(runID, id string) api.Invocation {
 	b.t.Helper()
 	invs, err := b.svc.ListInvocations(b.ctx, b.owner, runID)
 	if err != nil {
@@ -288,7 +289,7 @@ func (b *bundle) invocation(runID, id string) Invocation {
 		}
 	}
 	b.t.Fatalf("invocation %s not found", id)
-	return Invocation{}
+	return api.Invocation{}
 }
 
 // countEvents counts a run's events of a type straight from the table, so

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 	"gatehouse/internal/pgdb"
 )
@@ -80,22 +81,22 @@ SELECT count(*) FROM actions
 
 // invocationRow is an invocation with what only the service reads.
 type invocationRow struct {
-	Invocation
+	api.Invocation
 	Arguments          json.RawMessage
 	EffectiveArguments json.RawMessage
 	Action             engine.ProposedAction
 	ReasonCode         string
 	// AuthorizedBy is the lease under which the invocation was authorized
 	// (zero before).
-	AuthorizedBy Lease
+	AuthorizedBy api.Lease
 }
 
 // authorizedTo reports whether the invocation is AUTHORIZED under exactly
 // this lease: the only case in which telling the caller "authorized" again
 // is an idempotent replay rather than a second execution.
-func (r invocationRow) authorizedTo(l Lease) bool {
+func (r invocationRow) authorizedTo(l api.Lease) bool {
 	switch r.Status {
-	case InvocationAuthorized:
+	case api.InvocationAuthorized:
 		return r.AuthorizedBy.WorkerID != "" && r.AuthorizedBy == l
 	}
 	return false
@@ -203,17 +204,17 @@ func denyWaitingInvocation(ctx context.Context, db DBTX, id, reasonCode string, 
 // failed or uncertain, and returns it as the worker may see it. Outcomes: recorded; the same status again returns the
 // stored invocation; any other state -> ErrConflict; a stale lease ->
 // ErrStaleLease; no such run or invocation in the tenant -> ErrNotFound.
-func (s *Service) RecordResult(ctx context.Context, p engine.Principal, runID, invocationID string, lease Lease, status string) (WorkerInvocation, error) {
+func (s *Service) RecordResult(ctx context.Context, p engine.Principal, runID, invocationID string, lease api.Lease, status string) (api.WorkerInvocation, error) {
 	var to string
 	switch strings.ToLower(status) {
 	case "succeeded":
-		to = InvocationSucceeded
+		to = api.InvocationSucceeded
 	case "failed":
-		to = InvocationFailed
+		to = api.InvocationFailed
 	case "uncertain":
-		to = InvocationUncertain
+		to = api.InvocationUncertain
 	default:
-		return WorkerInvocation{}, &InvalidError{Msg: "status must be succeeded, failed or uncertain"}
+		return api.WorkerInvocation{}, &InvalidError{Msg: "status must be succeeded, failed or uncertain"}
 	}
 	now := s.now()
 	var inv invocationRow
@@ -236,19 +237,19 @@ func (s *Service) RecordResult(ctx context.Context, p engine.Principal, runID, i
 		if err != nil {
 			return fmt.Errorf("record result: %w", err)
 		}
-		return insertEvent(ctx, tx, p.TenantID, runID, EventActionResult, now, map[string]any{
-			"invocation_id": inv.ID, "tool_name": inv.ToolName, "status": to,
+		return insertEvent(ctx, tx, p.TenantID, runID, now, api.ActionResultPayload{
+			InvocationID: inv.ID, ToolName: inv.ToolName, Status: to,
 		})
 	})
 	if err != nil {
-		return WorkerInvocation{}, fmt.Errorf("service: record result: %w", err)
+		return api.WorkerInvocation{}, fmt.Errorf("service: record result: %w", err)
 	}
 	return inv.ForWorker(), nil
 }
 
 // ListInvocations lists a run's invocations in proposal order; another
 // tenant's run is ErrNotFound.
-func (s *Service) ListInvocations(ctx context.Context, p engine.Principal, runID string) ([]Invocation, error) {
+func (s *Service) ListInvocations(ctx context.Context, p engine.Principal, runID string) ([]api.Invocation, error) {
 	if _, err := getRun(ctx, s.pool, p.TenantID, runID, false); err != nil {
 		return nil, fmt.Errorf("service: list invocations: %w", err)
 	}
@@ -256,7 +257,7 @@ func (s *Service) ListInvocations(ctx context.Context, p engine.Principal, runID
 	if err != nil {
 		return nil, fmt.Errorf("service: list invocations: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Invocation, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (api.Invocation, error) {
 		inv, err := scanInvocation(r)
 		return inv.Invocation, err
 	})

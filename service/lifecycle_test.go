@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 	"gatehouse/internal/pgdb"
 	"gatehouse/rules"
@@ -19,12 +20,12 @@ import (
 func TestSubmitValidatesAndStamps(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.svc.SubmitRun(b.ctx, b.owner, SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1", PolicyProfile: "nope"})
+	_, err := b.svc.SubmitRun(b.ctx, b.owner, api.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1", PolicyProfile: "nope"})
 	wantErr(t, err, ErrInvalid)
-	_, err = b.svc.SubmitRun(b.ctx, b.owner, SubmitRunInput{SessionID: "x", AgentID: "a", AgentVersion: "1"})
+	_, err = b.svc.SubmitRun(b.ctx, b.owner, api.SubmitRunInput{SessionID: "x", AgentID: "a", AgentVersion: "1"})
 	wantErr(t, err, ErrInvalid)
 	r := b.submit(b.owner, nil)
-	mustEqual(t, "status", r.Status, RunQueued)
+	mustEqual(t, "status", r.Status, api.RunQueued)
 	mustEqual(t, "profile", r.PolicyProfile, "default")
 	if !slices.Equal(r.PrincipalScopes, b.owner.Scopes) {
 		t.Fatalf("stamp = %v", r.PrincipalScopes)
@@ -40,21 +41,21 @@ func TestClaimLeaseFencing(t *testing.T) {
 	r := b.submit(b.owner, nil)
 	c := b.claim(r.ID)
 	mustEqual(t, "token", c.lease.FencingToken, int64(1))
-	if _, ok, err := b.svc.ClaimRun(b.ctx, b.owner, ClaimInput{WorkerID: "w2", LeaseSeconds: 60, RunID: r.ID}); ok || err != nil {
+	if _, ok, err := b.svc.ClaimRun(b.ctx, b.owner, api.ClaimInput{WorkerID: "w2", LeaseSeconds: 60, RunID: r.ID}); ok || err != nil {
 		t.Fatalf("second claim of a leased run: ok=%v err=%v", ok, err)
 	}
-	_, _, err := b.svc.ClaimRun(b.ctx, b.owner, ClaimInput{WorkerID: "w2", LeaseSeconds: 1})
+	_, _, err := b.svc.ClaimRun(b.ctx, b.owner, api.ClaimInput{WorkerID: "w2", LeaseSeconds: 1})
 	wantErr(t, err, ErrInvalid)
 	if _, err := b.svc.Heartbeat(b.ctx, b.owner, r.ID, c.lease, 60); err != nil {
 		t.Fatalf("heartbeat: %v", err)
 	}
-	_, err = b.svc.Heartbeat(b.ctx, b.owner, r.ID, Lease{WorkerID: c.lease.WorkerID, FencingToken: 7}, 60)
+	_, err = b.svc.Heartbeat(b.ctx, b.owner, r.ID, api.Lease{WorkerID: c.lease.WorkerID, FencingToken: 7}, 60)
 	wantErr(t, err, ErrStaleLease)
 
 	// The lease expires; another worker reclaims with the next token and
 	// the first worker's calls are stale.
 	b.clock.Advance(61 * time.Second)
-	r2, ok, err := b.svc.ClaimRun(b.ctx, b.owner, ClaimInput{WorkerID: "w2", LeaseSeconds: 60, RunID: r.ID})
+	r2, ok, err := b.svc.ClaimRun(b.ctx, b.owner, api.ClaimInput{WorkerID: "w2", LeaseSeconds: 60, RunID: r.ID})
 	if err != nil || !ok {
 		t.Fatalf("reclaim: ok=%v err=%v", ok, err)
 	}
@@ -63,11 +64,11 @@ func TestClaimLeaseFencing(t *testing.T) {
 	wantErr(t, err, ErrStaleLease)
 	_, err = b.svc.CompleteRun(b.ctx, b.owner, r.ID, c.lease, "completed")
 	wantErr(t, err, ErrStaleLease)
-	done, err := b.svc.CompleteRun(b.ctx, b.owner, r.ID, Lease{WorkerID: "w2", FencingToken: 2}, "completed")
+	done, err := b.svc.CompleteRun(b.ctx, b.owner, r.ID, api.Lease{WorkerID: "w2", FencingToken: 2}, "completed")
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustEqual(t, "status", done.Status, RunCompleted)
+	mustEqual(t, "status", done.Status, api.RunCompleted)
 }
 
 func TestProposeAllowDenyAndIdempotency(t *testing.T) {
@@ -77,7 +78,7 @@ func TestProposeAllowDenyAndIdempotency(t *testing.T) {
 	req := action("workspace.write_text", map[string]any{"path": "notes.txt", "text": "hi"})
 	res := b.propose(c, req)
 	mustEqual(t, "decision", res.Decision, engine.DecisionAllow)
-	mustEqual(t, "status", b.invocation(c.run.ID, res.InvocationID).Status, InvocationAuthorized)
+	mustEqual(t, "status", b.invocation(c.run.ID, res.InvocationID).Status, api.InvocationAuthorized)
 
 	again := b.propose(c, req)
 	mustEqual(t, "repeat invocation", again.InvocationID, res.InvocationID)
@@ -91,9 +92,9 @@ func TestProposeAllowDenyAndIdempotency(t *testing.T) {
 	if denied.Result == nil || denied.Result.ReasonCode != engine.MatrixReason(engine.SideEffectCredentialAccess) {
 		t.Fatalf("denial result = %+v", denied.Result)
 	}
-	mustEqual(t, "status", b.invocation(c.run.ID, denied.InvocationID).Status, InvocationDenied)
+	mustEqual(t, "status", b.invocation(c.run.ID, denied.InvocationID).Status, api.InvocationDenied)
 
-	if inv, err := b.svc.RecordResult(b.ctx, b.owner, c.run.ID, res.InvocationID, c.lease, "succeeded"); err != nil || inv.Status != InvocationSucceeded {
+	if inv, err := b.svc.RecordResult(b.ctx, b.owner, c.run.ID, res.InvocationID, c.lease, "succeeded"); err != nil || inv.Status != api.InvocationSucceeded {
 		t.Fatalf("record result: %v %v", inv.Status, err)
 	}
 	_, err = b.svc.RecordResult(b.ctx, b.owner, c.run.ID, denied.InvocationID, c.lease, "succeeded")
@@ -107,9 +108,9 @@ func TestCircuitBreakerThirdIdenticalDenial(t *testing.T) {
 	args := map[string]any{"name": "prod"}
 	for i := 1; i <= 3; i++ {
 		res := b.propose(c, action("secrets.read", args))
-		want := RunRunning
+		want := api.RunRunning
 		if i == 3 {
-			want = RunFailed
+			want = api.RunFailed
 		}
 		mustEqual(t, "run status after denial", res.RunStatus, want)
 		if i == 2 {
@@ -119,7 +120,7 @@ func TestCircuitBreakerThirdIdenticalDenial(t *testing.T) {
 	}
 	r := b.run(c.run.ID)
 	mustEqual(t, "failure", r.FailureReason, failureCircuitBreaker)
-	mustEqual(t, "breaker events", b.countEvents(c.run.ID, EventCircuitBreakerTipped), 1)
+	mustEqual(t, "breaker events", b.countEvents(c.run.ID, api.EventCircuitBreakerTipped), 1)
 }
 
 func TestParkResolveResume(t *testing.T) {
@@ -132,7 +133,7 @@ func TestParkResolveResume(t *testing.T) {
 	res := b.parked(c, req)
 
 	r := b.run(c.run.ID)
-	mustEqual(t, "run", r.Status, RunWaitingForApproval)
+	mustEqual(t, "run", r.Status, api.RunWaitingForApproval)
 	if r.LeaseExpiresAt != nil {
 		t.Fatal("lease not released")
 	}
@@ -142,30 +143,30 @@ func TestParkResolveResume(t *testing.T) {
 	a := b.approval(res.ApprovalID)
 	mustEqual(t, "approval", a.Status, engine.ApprovalPending)
 	mustEqual(t, "expiry (high: 4h)", a.ExpiresAt.Sub(a.CreatedAt), 4*time.Hour)
-	mustEqual(t, "requested events", b.countEvents(c.run.ID, EventApprovalRequested), 1)
+	mustEqual(t, "requested events", b.countEvents(c.run.ID, api.EventApprovalRequested), 1)
 
 	// A retry of the same proposal after the park answers from the record.
 	again := b.propose(c, req)
 	mustEqual(t, "retry approval", again.ApprovalID, res.ApprovalID)
 
-	_, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c.lease, ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"})
+	_, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c.lease, api.ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"})
 	wantErr(t, err, ErrStaleLease)
 
 	out := b.resolve(res.ApprovalID, engine.ResolutionApproveOnce)
 	mustEqual(t, "result", out.Result, ResolveApplied)
 	r = b.run(c.run.ID)
-	mustEqual(t, "run after resolve", r.Status, RunQueued)
+	mustEqual(t, "run after resolve", r.Status, api.RunQueued)
 	if !slices.Equal(r.Checkpoint.ResumableInvocationIDs, []string{res.InvocationID}) || len(r.Checkpoint.PendingApprovalIDs) != 0 {
 		t.Fatalf("checkpoint = %+v", r.Checkpoint)
 	}
 
 	c2 := b.claim(c.run.ID)
-	in := ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"}
+	in := api.ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"}
 	rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, in)
 	if err != nil || !rr.Authorized {
 		t.Fatalf("resume: %+v %v", rr, err)
 	}
-	mustEqual(t, "invocation status", rr.InvocationStatus, InvocationAuthorized)
+	mustEqual(t, "invocation status", rr.InvocationStatus, api.InvocationAuthorized)
 	mustEqual(t, "idempotency", rr.IdempotencyClass, engine.IdempotencyNonIdempotent)
 	// The same lease asking again before any result is an idempotent
 	// replay of the same call: authorized, and nothing written.
@@ -174,7 +175,7 @@ func TestParkResolveResume(t *testing.T) {
 		t.Fatalf("second resume: %+v %v", rr, err)
 	}
 	mustEqual(t, "authorizations", authorized, 1)
-	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, InvocationAuthorized)
+	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, api.InvocationAuthorized)
 	mustEqual(t, "revalidated version", b.approval(res.ApprovalID).RevalidatedPolicyVersion, a.PolicyVersion)
 
 	// Once the result is recorded the approval is spent: no lease hears
@@ -183,7 +184,7 @@ func TestParkResolveResume(t *testing.T) {
 		t.Fatalf("record result: %v", err)
 	}
 	rr, err = b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, in)
-	if err != nil || rr.Authorized || rr.Result != nil || rr.InvocationStatus != InvocationSucceeded {
+	if err != nil || rr.Authorized || rr.Result != nil || rr.InvocationStatus != api.InvocationSucceeded {
 		t.Fatalf("resume after result: %+v %v", rr, err)
 	}
 	mustEqual(t, "authorizations", authorized, 1)
@@ -203,12 +204,12 @@ func TestResumeAuthorizesOneExecution(t *testing.T) {
 	res := b.parked(c, req)
 	b.resolve(res.ApprovalID, engine.ResolutionApproveOnce)
 	c2 := b.claim(c.run.ID)
-	in := ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"}
+	in := api.ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"}
 	if rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, in); err != nil || !rr.Authorized {
 		t.Fatalf("resume: %+v %v", rr, err)
 	}
 
-	for name, changed := range map[string]ResumeInput{
+	for name, changed := range map[string]api.ResumeInput{
 		"arguments":     {Arguments: map[string]any{"url": "https://example.com/hook", "body": "pay 10000"}, AgentVersion: "1.0"},
 		"agent version": {Arguments: req.Arguments, AgentVersion: "2.0"},
 	} {
@@ -216,10 +217,10 @@ func TestResumeAuthorizesOneExecution(t *testing.T) {
 		if err != nil || rr.Authorized || rr.Result == nil || rr.Result.ReasonCode != engine.ReasonApprovalInvalidated {
 			t.Fatalf("resume with changed %s: %+v %v", name, rr, err)
 		}
-		mustEqual(t, "status after changed "+name, rr.InvocationStatus, InvocationAuthorized)
+		mustEqual(t, "status after changed "+name, rr.InvocationStatus, api.InvocationAuthorized)
 	}
 	// The approval was consumed by the first resume: nothing is voided.
-	mustEqual(t, "invalidated events", b.countEvents(c.run.ID, EventApprovalInvalidated), 0)
+	mustEqual(t, "invalidated events", b.countEvents(c.run.ID, api.EventApprovalInvalidated), 0)
 
 	// A reclaim while AUTHORIZED (the worker crashed mid-call): the new
 	// lease is told the status and class, not "authorized".
@@ -229,7 +230,7 @@ func TestResumeAuthorizesOneExecution(t *testing.T) {
 	if err != nil || rr.Authorized || rr.Result != nil {
 		t.Fatalf("resume by a new lease: %+v %v", rr, err)
 	}
-	mustEqual(t, "status", rr.InvocationStatus, InvocationAuthorized)
+	mustEqual(t, "status", rr.InvocationStatus, api.InvocationAuthorized)
 	mustEqual(t, "idempotency", rr.IdempotencyClass, engine.IdempotencyNonIdempotent)
 
 	// The new worker records the crash-recovery outcome; after SUCCEEDED a
@@ -240,7 +241,7 @@ func TestResumeAuthorizesOneExecution(t *testing.T) {
 	b.clock.Advance(61 * time.Second)
 	c4 := b.claim(c.run.ID)
 	rr, err = b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c4.lease, in)
-	if err != nil || rr.Authorized || rr.InvocationStatus != InvocationSucceeded {
+	if err != nil || rr.Authorized || rr.InvocationStatus != api.InvocationSucceeded {
 		t.Fatalf("resume after succeeded by a new lease: %+v %v", rr, err)
 	}
 	mustEqual(t, "authorizations", authorized, 1)
@@ -279,14 +280,14 @@ func TestResolveAfterExpiryExpires(t *testing.T) {
 			t.Fatalf("expired approval names a resolver: %q", out.Approval.ResolvedBy)
 		}
 	}
-	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, InvocationDenied)
+	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, api.InvocationDenied)
 	r := b.run(c.run.ID)
-	mustEqual(t, "run", r.Status, RunFailed)
+	mustEqual(t, "run", r.Status, api.RunFailed)
 	mustEqual(t, "failure", r.FailureReason, engine.ReasonApprovalExpired)
-	mustEqual(t, "approval.resolved events", b.countEvents(c.run.ID, EventApprovalResolved), 1)
+	mustEqual(t, "approval.resolved events", b.countEvents(c.run.ID, api.EventApprovalResolved), 1)
 	var resolution string
 	if err := b.pool.QueryRow(b.ctx, `SELECT payload->>'resolution' FROM events WHERE run_id = $1 AND type = $2`,
-		c.run.ID, EventApprovalResolved).Scan(&resolution); err != nil {
+		c.run.ID, api.EventApprovalResolved).Scan(&resolution); err != nil {
 		t.Fatal(err)
 	}
 	mustEqual(t, "resolution", resolution, "expired")
@@ -309,12 +310,12 @@ func TestResumeRefusesApprovalResolvedPastExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	c2 := b.claim(c.run.ID)
-	rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"})
+	rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, api.ResumeInput{Arguments: req.Arguments, AgentVersion: "1.0"})
 	if err != nil || rr.Authorized || rr.Result == nil || rr.Result.ReasonCode != engine.ReasonApprovalExpired {
 		t.Fatalf("resume: %+v %v", rr, err)
 	}
-	mustEqual(t, "run", rr.RunStatus, RunFailed)
-	mustEqual(t, "invocation", rr.InvocationStatus, InvocationDenied)
+	mustEqual(t, "run", rr.RunStatus, api.RunFailed)
+	mustEqual(t, "invocation", rr.InvocationStatus, api.InvocationDenied)
 }
 
 func TestDenyResolutionDeniesInvocation(t *testing.T) {
@@ -323,9 +324,9 @@ func TestDenyResolutionDeniesInvocation(t *testing.T) {
 	c := b.started()
 	res := b.parked(c, action("files.delete", map[string]any{"file_id": "f1", "name": "report"}))
 	b.resolve(res.ApprovalID, engine.ResolutionDeny)
-	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, InvocationDenied)
+	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, api.InvocationDenied)
 	c2 := b.claim(c.run.ID)
-	rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, ResumeInput{AgentVersion: "1.0"})
+	rr, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, res.InvocationID, c2.lease, api.ResumeInput{AgentVersion: "1.0"})
 	if err != nil || rr.Authorized || rr.Result == nil || rr.Result.ReasonCode != engine.ReasonApprovalDenied {
 		t.Fatalf("resume after deny: %+v %v", rr, err)
 	}
@@ -354,9 +355,9 @@ func TestCancelParkedRunCancelsNotDenies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustEqual(t, "run", r.Status, RunCancelled)
+	mustEqual(t, "run", r.Status, api.RunCancelled)
 	mustEqual(t, "approval", b.approval(res.ApprovalID).Status, engine.ApprovalCancelled)
-	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, InvocationCancelled)
+	mustEqual(t, "invocation", b.invocation(c.run.ID, res.InvocationID).Status, api.InvocationCancelled)
 	mustEqual(t, "pending in the returned checkpoint", len(r.Checkpoint.PendingApprovalIDs), 0)
 	mustEqual(t, "pending in the stored checkpoint", len(b.run(c.run.ID).Checkpoint.PendingApprovalIDs), 0)
 	_, err = b.svc.CancelRun(b.ctx, b.owner, c.run.ID)
@@ -414,7 +415,7 @@ func TestListApprovalsKeysetOrder(t *testing.T) {
 		b.parked(c, req)
 		b.clock.Advance(time.Second)
 	}
-	var got []Approval
+	var got []api.Approval
 	cursor := ""
 	for {
 		page, err := b.svc.ListApprovals(b.ctx, b.human, ApprovalFilter{Limit: 2, Cursor: cursor})
@@ -464,18 +465,18 @@ func TestListEventsWatermarkAndLongPoll(t *testing.T) {
 	c := b.started()
 	// An event becomes visible once every older transaction has ended, so
 	// poll until both are there.
-	var evs []Event
+	var evs []api.Event
 	for deadline := time.Now().Add(5 * time.Second); len(evs) < 2 && time.Now().Before(deadline); {
 		var err error
 		if evs, err = b.svc.ListEvents(b.ctx, b.owner, EventFilter{RunID: c.run.ID, Wait: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(evs) != 2 || evs[0].Type != EventRunSubmitted || evs[1].Type != EventRunClaimed {
+	if len(evs) != 2 || evs[0].Type != api.EventRunSubmitted || evs[1].Type != api.EventRunClaimed {
 		t.Fatalf("events = %+v; want submitted and claimed", evs)
 	}
 	last := evs[len(evs)-1].Cursor
-	done := make(chan []Event)
+	done := make(chan []api.Event)
 	go func() {
 		evs, _ := b.svc.ListEvents(b.ctx, b.owner, EventFilter{After: last, Wait: 5 * time.Second})
 		done <- evs
@@ -483,7 +484,7 @@ func TestListEventsWatermarkAndLongPoll(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	b.parked(c, action("email.send", map[string]any{"to": "x"}))
 	got := <-done
-	if len(got) == 0 || got[0].Type != EventApprovalRequested {
+	if len(got) == 0 || got[0].Type != api.EventApprovalRequested {
 		t.Fatalf("long poll got %+v", got)
 	}
 	other := engine.Principal{ID: "x", TenantID: "another-tenant"}
@@ -545,8 +546,8 @@ func TestSubmitBindsTheOperatorsProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := b.newService(set)
-	submit := func(p engine.Principal, profile string) (Run, error) {
-		return svc.SubmitRun(b.ctx, p, SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1", PolicyProfile: profile})
+	submit := func(p engine.Principal, profile string) (api.Run, error) {
+		return svc.SubmitRun(b.ctx, p, api.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1", PolicyProfile: profile})
 	}
 	_, err = submit(b.owner, "default")
 	var pnp *ProfileNotPermittedError
@@ -586,7 +587,7 @@ func TestResolveUnknownProfileRefusesApproval(t *testing.T) {
 	strict := b.newService(withStrict)
 	owner := b.owner
 	owner.PolicyProfiles = []string{"strict"}
-	r, err := strict.SubmitRun(b.ctx, owner, SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1.0", PolicyProfile: "strict"})
+	r, err := strict.SubmitRun(b.ctx, owner, api.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1.0", PolicyProfile: "strict"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -644,9 +645,9 @@ func TestProposePastDeadlineDenies(t *testing.T) {
 	if res.Decision != engine.DecisionDeny || res.Result == nil || res.Result.ReasonCode != engine.ReasonApprovalExpired {
 		t.Fatalf("propose past deadline: %+v", res)
 	}
-	mustEqual(t, "run", res.RunStatus, RunFailed)
+	mustEqual(t, "run", res.RunStatus, api.RunFailed)
 	mustEqual(t, "failure", b.run(c.run.ID).FailureReason, failureDeadlineExceeded)
-	mustEqual(t, "action.denied events", b.countEvents(c.run.ID, EventActionDenied), 1)
+	mustEqual(t, "action.denied events", b.countEvents(c.run.ID, api.EventActionDenied), 1)
 }
 
 // allow_with_modifications persists both hashes and the effective
@@ -673,7 +674,7 @@ func TestAllowWithModificationsPersistsAndReplays(t *testing.T) {
 	first := b.propose(c, req)
 	mustEqual(t, "decision", first.Decision, engine.DecisionAllowWithModifications)
 	again := b.propose(c, req)
-	for name, res := range map[string]ProposeResult{"first": first, "replay": again} {
+	for name, res := range map[string]api.ProposeResult{"first": first, "replay": again} {
 		if res.EffectiveArguments["max_bytes"] != big || res.EffectiveArguments["dry_run"] != true || res.EffectiveArguments["path"] != "a.txt" {
 			t.Fatalf("%s effective arguments: %#v", name, res.EffectiveArguments)
 		}
@@ -716,7 +717,7 @@ func TestProposeReusedActionIDAcrossRunsConflicts(t *testing.T) {
 		t.Fatalf("conflict names the other tenant: %v", err)
 	}
 	r := other.run(c.run.ID)
-	mustEqual(t, "run", r.Status, RunRunning)
+	mustEqual(t, "run", r.Status, api.RunRunning)
 	invs, err := other.svc.ListInvocations(other.ctx, other.owner, c.run.ID)
 	if err != nil || len(invs) != 0 {
 		t.Fatalf("invocations left: %d %v", len(invs), err)
@@ -748,7 +749,7 @@ func TestNewRecordsProfileLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := b.pool.QueryRow(b.ctx, `SELECT xmin::text FROM events WHERE type = $1 AND payload->>'policy_version' = $2`,
-		EventPolicyProfileLoaded, rs.PolicyVersion()).Scan(&eventXmin); err != nil {
+		api.EventPolicyProfileLoaded, rs.PolicyVersion()).Scan(&eventXmin); err != nil {
 		t.Fatal(err)
 	}
 	mustEqual(t, "loaded_by", loadedBy, "replica-1")
@@ -761,7 +762,7 @@ func TestNewRecordsProfileLoads(t *testing.T) {
 	}
 	mustEqual(t, "first loaded_by kept", loadedBy, "replica-1")
 	rows, err := b.pool.Query(b.ctx, `SELECT payload->>'loaded_by' FROM events WHERE type = $1 AND payload->>'policy_version' = $2 ORDER BY id`,
-		EventPolicyProfileLoaded, rs.PolicyVersion())
+		api.EventPolicyProfileLoaded, rs.PolicyVersion())
 	if err != nil {
 		t.Fatal(err)
 	}

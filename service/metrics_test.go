@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 )
 
@@ -88,7 +89,7 @@ func TestMetricsReportTheSeedsCounts(t *testing.T) {
 	b.resolve(approved.ApprovalID, engine.ResolutionApproveOnce)
 	rec.take()
 	c = b.claim(c.run.ID)
-	res, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, approved.InvocationID, c.lease, ResumeInput{
+	res, err := b.svc.Resume(b.ctx, b.owner, c.run.ID, approved.InvocationID, c.lease, api.ResumeInput{
 		Arguments: map[string]any{"url": "https://attacker.example", "body": "x"}, AgentVersion: "1.0",
 	})
 	if err != nil || res.Authorized {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"gatehouse/api"
 )
 
 // policyProfileInsert records a loaded ruleset for audit. The row keeps the
@@ -31,10 +33,10 @@ func (s *Service) recordProfiles(ctx context.Context) error {
 				rs.ProfileSHA256(), rs.HardlineSHA256(), rs.RuleCount(), now, s.cfg.ReplicaID); err != nil {
 				return fmt.Errorf("record profile %s: %w", name, err)
 			}
-			if err := insertEvent(ctx, tx, SystemTenant, "", EventPolicyProfileLoaded, now, map[string]any{
-				"policy_version": rs.PolicyVersion(),
-				"profile":        rs.ProfileName(),
-				"loaded_by":      s.cfg.ReplicaID,
+			if err := insertEvent(ctx, tx, SystemTenant, "", now, api.PolicyProfileLoadedPayload{
+				PolicyVersion: rs.PolicyVersion(),
+				Profile:       rs.ProfileName(),
+				LoadedBy:      s.cfg.ReplicaID,
 			}); err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 )
 
@@ -19,7 +20,7 @@ const raceIterations = 50
 
 // parkedAtExpiry parks a high-risk approval and moves the clock exactly to
 // its expiry: the boundary where both the reaper and a resolver may act.
-func parkedAtExpiry(b *bundle) (claimed, ProposeResult) {
+func parkedAtExpiry(b *bundle) (claimed, api.ProposeResult) {
 	b.t.Helper()
 	c := b.started()
 	park := b.parked(c, action("email.send", map[string]any{"to": "x@example.com"}))
@@ -54,13 +55,13 @@ func TestRaceReaperVsResolve(t *testing.T) {
 		switch {
 		case out.Result == ResolveConflict && (expired == 1 || expired == 0):
 			mustEqual(t, "approval", a.Status, engine.ApprovalExpired)
-			mustEqual(t, "run", b.run(c.run.ID).Status, RunFailed)
-			mustEqual(t, "invocation", b.invocation(c.run.ID, park.InvocationID).Status, InvocationDenied)
+			mustEqual(t, "run", b.run(c.run.ID).Status, api.RunFailed)
+			mustEqual(t, "invocation", b.invocation(c.run.ID, park.InvocationID).Status, api.InvocationDenied)
 		default:
 			t.Fatalf("iteration %d: resolve %s and reaper expired %d", i, out.Result, expired)
 		}
 		outcomes[string(a.Status)]++
-		mustEqual(t, "approval.resolved events", b.countEvents(c.run.ID, EventApprovalResolved), 1)
+		mustEqual(t, "approval.resolved events", b.countEvents(c.run.ID, api.EventApprovalResolved), 1)
 	}
 	t.Logf("outcomes: %v", outcomes)
 }
@@ -85,14 +86,14 @@ func TestRaceReaperVsCancel(t *testing.T) {
 		switch {
 		case cerr == nil && expired == 0:
 			mustEqual(t, "approval", a.Status, engine.ApprovalCancelled)
-			mustEqual(t, "run", r.Status, RunCancelled)
+			mustEqual(t, "run", r.Status, api.RunCancelled)
 		case errors.Is(cerr, ErrConflict) && expired == 1:
 			mustEqual(t, "approval", a.Status, engine.ApprovalExpired)
-			mustEqual(t, "run", r.Status, RunFailed)
+			mustEqual(t, "run", r.Status, api.RunFailed)
 		default:
 			t.Fatalf("iteration %d: cancel %v and reaper expired %d", i, cerr, expired)
 		}
-		mustEqual(t, "approval.resolved events", b.countEvents(c.run.ID, EventApprovalResolved), 1)
+		mustEqual(t, "approval.resolved events", b.countEvents(c.run.ID, api.EventApprovalResolved), 1)
 	}
 }
 
@@ -131,8 +132,8 @@ func TestRaceTwoReapers(t *testing.T) {
 	}
 	mustEqual(t, "expired", total.Load(), int64(approvals))
 	for _, id := range runs {
-		mustEqual(t, fmt.Sprintf("events of %s", id), b.countEvents(id, EventApprovalResolved), 1)
-		mustEqual(t, "run", b.run(id).Status, RunFailed)
+		mustEqual(t, fmt.Sprintf("events of %s", id), b.countEvents(id, api.EventApprovalResolved), 1)
+		mustEqual(t, "run", b.run(id).Status, api.RunFailed)
 	}
 }
 
@@ -146,7 +147,7 @@ func TestReaperNeverApproves(t *testing.T) {
 		t.Fatalf("expired %d, %v", n, err)
 	}
 	r := b.run(c.run.ID)
-	mustEqual(t, "run", r.Status, RunFailed)
+	mustEqual(t, "run", r.Status, api.RunFailed)
 	mustEqual(t, "failure", r.FailureReason, engine.ReasonApprovalExpired)
 	out := b.resolve(park.ApprovalID, engine.ResolutionApproveOnce)
 	mustEqual(t, "late approval", out.Result, ResolveConflict)
@@ -186,12 +187,12 @@ func TestCrashOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			if step == 8 {
-				mustEqual(t, "run", r.Status, RunWaitingForApproval)
+				mustEqual(t, "run", r.Status, api.RunWaitingForApproval)
 				mustEqual(t, "approvals", len(page.Items), 1)
 				mustEqual(t, "checkpoint", r.Checkpoint.PendingApprovalIDs[0], page.Items[0].ID)
 				return
 			}
-			mustEqual(t, "run", r.Status, RunRunning)
+			mustEqual(t, "run", r.Status, api.RunRunning)
 			mustEqual(t, "token", r.FencingToken, c.lease.FencingToken)
 			mustEqual(t, "approvals", len(page.Items), 0)
 			mustEqual(t, "checkpoint", len(r.Checkpoint.PendingApprovalIDs), 0)
@@ -238,18 +239,18 @@ func TestRaceReaperVsResolveAroundExpiry(t *testing.T) {
 			if out.Result != ResolveApplied || a.ResolvedAt == nil || !a.ResolvedAt.Before(a.ExpiresAt) {
 				t.Fatalf("iteration %d: approved by %s at %v, expiry %v", i, out.Result, a.ResolvedAt, a.ExpiresAt)
 			}
-			mustEqual(t, "run", b.run(c.run.ID).Status, RunQueued)
+			mustEqual(t, "run", b.run(c.run.ID).Status, api.RunQueued)
 		case engine.ApprovalExpired:
 			if a.ResolvedAt == nil || a.ResolvedAt.Before(a.ExpiresAt) {
 				t.Fatalf("iteration %d: expired at %v, before its expiry %v", i, a.ResolvedAt, a.ExpiresAt)
 			}
 			mustEqual(t, "resolver's answer", out.Result, ResolveConflict)
-			mustEqual(t, "run", b.run(c.run.ID).Status, RunFailed)
-			mustEqual(t, "invocation", b.invocation(c.run.ID, park.InvocationID).Status, InvocationDenied)
+			mustEqual(t, "run", b.run(c.run.ID).Status, api.RunFailed)
+			mustEqual(t, "invocation", b.invocation(c.run.ID, park.InvocationID).Status, api.InvocationDenied)
 		default:
 			t.Fatalf("iteration %d: approval %s", i, a.Status)
 		}
-		mustEqual(t, "approval.resolved events", b.countEvents(c.run.ID, EventApprovalResolved), 1)
+		mustEqual(t, "approval.resolved events", b.countEvents(c.run.ID, api.EventApprovalResolved), 1)
 		outcomes[a.Status]++
 	}
 	t.Logf("outcomes: %v", outcomes)

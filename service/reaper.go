@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 )
 
@@ -80,7 +81,7 @@ func (s *Service) expired(ctx context.Context, tx pgx.Tx, a approvalRow, now tim
 	if err := recordSettled(ctx, tx, a, "", now); err != nil {
 		return err
 	}
-	if _, _, err := failRun(ctx, tx, a.RunID, []string{RunWaitingForApproval}, engine.ReasonApprovalExpired, now); err != nil {
+	if _, _, err := failRun(ctx, tx, a.RunID, []string{api.RunWaitingForApproval}, engine.ReasonApprovalExpired, now); err != nil {
 		return err
 	}
 	return notify(ctx, tx, a.TenantID)

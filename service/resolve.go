@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 )
 
@@ -96,7 +97,7 @@ func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id st
 // one is stopped from refusing their own action. A run whose profile this
 // process has not loaded cannot be checked, so it cannot be approved here
 // (ErrConflict).
-func (s *Service) checkResolver(p engine.Principal, run Run, resolution engine.ApprovalResolutionType) error {
+func (s *Service) checkResolver(p engine.Principal, run api.Run, resolution engine.ApprovalResolutionType) error {
 	if resolution == engine.ResolutionDeny {
 		return nil
 	}
@@ -154,5 +155,5 @@ func recordSettled(ctx context.Context, tx pgx.Tx, a approvalRow, resumableInvoc
 	if _, err := execRun(ctx, tx, "checkpoint", runCheckpointSettle, a.RunID, a.ID, resumableInvocation, now); err != nil {
 		return err
 	}
-	return insertEvent(ctx, tx, a.TenantID, a.RunID, EventApprovalResolved, now, resolvedPayload(a))
+	return insertEvent(ctx, tx, a.TenantID, a.RunID, now, resolvedPayload(a))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 )
 
@@ -40,9 +41,9 @@ import (
 //     policy.revalidation.escalated;
 //   - ErrConflict while the approval is pending or the invocation never
 //     waited; ErrStaleLease; ErrNotFound.
-func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocationID string, lease Lease, in ResumeInput) (ResumeResult, error) {
+func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocationID string, lease api.Lease, in api.ResumeInput) (api.ResumeResult, error) {
 	now := s.now()
-	var res ResumeResult
+	var res api.ResumeResult
 	err := s.withTx(ctx, func(tx pgx.Tx, after *afterCommit) error {
 		run, err := lockRunForWorker(ctx, tx, p.TenantID, runID, lease, now)
 		if err != nil {
@@ -55,8 +56,8 @@ func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocat
 		if inv.ApprovalID == "" {
 			return fmt.Errorf("invocation did not wait for approval: %w", ErrConflict)
 		}
-		res = ResumeResult{InvocationID: inv.ID, RunStatus: run.Status, InvocationStatus: inv.Status, IdempotencyClass: inv.Idempotency}
-		if run.pastDeadline(now) {
+		res = api.ResumeResult{InvocationID: inv.ID, RunStatus: run.Status, InvocationStatus: inv.Status, IdempotencyClass: inv.Idempotency}
+		if pastDeadline(run, now) {
 			// The deadline outranks every other refusal: whatever the
 			// resume would have found, the run is over.
 			return s.refuse(ctx, tx, after, run, inv, approvalRow{}, engine.RevalidationOutcome{
@@ -64,13 +65,13 @@ func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocat
 			}, now, &res)
 		}
 		switch inv.Status {
-		case InvocationAuthorized, InvocationSucceeded, InvocationFailed, InvocationUncertain:
+		case api.InvocationAuthorized, api.InvocationSucceeded, api.InvocationFailed, api.InvocationUncertain:
 			return s.resumeAgain(ctx, tx, run, inv, lease, in, &res)
-		case InvocationDenied, InvocationCancelled:
+		case api.InvocationDenied, api.InvocationCancelled:
 			d := engine.Denial(inv.ToolName, inv.ReasonCode, nil)
 			res.Result = &d
 			return nil
-		case InvocationWaitingForApproval:
+		case api.InvocationWaitingForApproval:
 		default:
 			return fmt.Errorf("invocation did not wait for approval: %w", ErrConflict)
 		}
@@ -91,7 +92,7 @@ func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocat
 		return s.revalidate(ctx, tx, after, run, inv, a, lease, in, now, &res)
 	})
 	if err != nil {
-		return ResumeResult{}, fmt.Errorf("service: resume: %w", err)
+		return api.ResumeResult{}, fmt.Errorf("service: resume: %w", err)
 	}
 	return res, nil
 }
@@ -100,7 +101,7 @@ func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocat
 // authorized. The re-presented call must still be the approved one; only the
 // lease that authorized it, while nothing has been recorded yet, hears
 // "authorized" again.
-func (s *Service) resumeAgain(ctx context.Context, tx pgx.Tx, run Run, inv invocationRow, lease Lease, in ResumeInput, res *ResumeResult) error {
+func (s *Service) resumeAgain(ctx context.Context, tx pgx.Tx, run api.Run, inv invocationRow, lease api.Lease, in api.ResumeInput, res *api.ResumeResult) error {
 	a, err := approvalRepo{tx}.get(ctx, run.TenantID, inv.ApprovalID)
 	if err != nil {
 		return err
@@ -131,7 +132,7 @@ func (a approvalRow) snapshot(inv invocationRow) engine.ApprovalSnapshot {
 }
 
 // revalidate is seed step 8 for an approved invocation.
-func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv invocationRow, a approvalRow, lease Lease, in ResumeInput, now time.Time, res *ResumeResult) error {
+func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, after *afterCommit, run api.Run, inv invocationRow, a approvalRow, lease api.Lease, in api.ResumeInput, now time.Time, res *api.ResumeResult) error {
 	current := s.currentPrincipal(run.TenantID, run.PrincipalID, run.PrincipalScopes)
 	if _, err := execRun(ctx, tx, "checkpoint", runCheckpointResumed, run.ID, inv.ID, now); err != nil {
 		return err
@@ -148,7 +149,7 @@ func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, after *afterCommit,
 	hash := argumentsHash(in.Arguments)
 	outcome := engine.Revalidate(a.snapshot(inv), engine.ResumeSnapshot{
 		ArgumentsHash: hash, PrincipalScopes: current.Scopes, AgentVersion: in.AgentVersion,
-		Principal: current, Run: run.snapshot(), Ruleset: rs, Catalog: s.cfg.Policy.Catalog(), Now: now,
+		Principal: current, Run: runSnapshot(run), Ruleset: rs, Catalog: s.cfg.Policy.Catalog(), Now: now,
 	})
 	if _, err := tx.Exec(ctx, approvalSetRevalidated, a.ID, rs.PolicyVersion()); err != nil {
 		return fmt.Errorf("record revalidation: %w", err)
@@ -178,7 +179,7 @@ const (
 // authorized) is left as it is. The run fails when the refusal ends it
 // (deadline_exceeded, or approval.expired for an approval resolved too
 // late).
-func (s *Service) refuse(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv invocationRow, a approvalRow, outcome engine.RevalidationOutcome, now time.Time, res *ResumeResult) error {
+func (s *Service) refuse(ctx context.Context, tx pgx.Tx, after *afterCommit, run api.Run, inv invocationRow, a approvalRow, outcome engine.RevalidationOutcome, now time.Time, res *api.ResumeResult) error {
 	reason := outcome.ReasonCode
 	if reason == "" {
 		reason = engine.ReasonRevalidationEscalated
@@ -186,11 +187,11 @@ func (s *Service) refuse(ctx context.Context, tx pgx.Tx, after *afterCommit, run
 	d := engine.Denial(inv.ToolName, reason, nil)
 	res.Result = &d
 	cause := outcome.Cause
-	if inv.Status == InvocationWaitingForApproval {
+	if inv.Status == api.InvocationWaitingForApproval {
 		if err := s.denyAtResume(ctx, tx, after, run, inv, a, outcome, reason, now); err != nil {
 			return err
 		}
-		res.InvocationStatus = InvocationDenied
+		res.InvocationStatus = api.InvocationDenied
 	}
 	failure := ""
 	switch cause {
@@ -200,14 +201,14 @@ func (s *Service) refuse(ctx context.Context, tx pgx.Tx, after *afterCommit, run
 		failure = engine.ReasonApprovalExpired
 	}
 	if failure != "" {
-		failed, _, err := failRun(ctx, tx, run.ID, []string{RunRunning}, failure, now)
+		failed, _, err := failRun(ctx, tx, run.ID, []string{api.RunRunning}, failure, now)
 		if err != nil {
 			return err
 		}
 		res.RunStatus = failed.Status
 		return nil
 	}
-	if inv.Status != InvocationWaitingForApproval {
+	if inv.Status != api.InvocationWaitingForApproval {
 		return nil
 	}
 	tripped, ok, err := s.countDenial(ctx, tx, after, inv, reason, now)
@@ -218,20 +219,20 @@ func (s *Service) refuse(ctx context.Context, tx pgx.Tx, after *afterCommit, run
 }
 
 // denyAtResume denies a waiting invocation at resume and writes its events.
-func (s *Service) denyAtResume(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv invocationRow, a approvalRow, outcome engine.RevalidationOutcome, reason string, now time.Time) error {
+func (s *Service) denyAtResume(ctx context.Context, tx pgx.Tx, after *afterCommit, run api.Run, inv invocationRow, a approvalRow, outcome engine.RevalidationOutcome, reason string, now time.Time) error {
 	if err := denyWaitingInvocation(ctx, tx, inv.ID, reason, now); err != nil {
 		return err
 	}
 	cause := outcome.Cause
 	after.add(func() { s.metrics.RevalidationVoided(cause); s.metrics.Denied(reason) })
 	if outcome.Invalidated {
-		if err := insertEvent(ctx, tx, run.TenantID, run.ID, EventApprovalInvalidated, now, map[string]any{
-			"approval_id": a.ID, "invocation_id": inv.ID, "cause": cause,
+		if err := insertEvent(ctx, tx, run.TenantID, run.ID, now, api.ApprovalInvalidatedPayload{
+			ApprovalID: a.ID, InvocationID: inv.ID, Cause: cause,
 		}); err != nil {
 			return err
 		}
 	}
-	return insertEvent(ctx, tx, run.TenantID, run.ID, EventActionDenied, now, map[string]any{
-		"invocation_id": inv.ID, "tool_name": inv.ToolName, "reason_code": reason, "cause": cause,
+	return insertEvent(ctx, tx, run.TenantID, run.ID, now, api.ActionDeniedPayload{
+		InvocationID: inv.ID, ToolName: inv.ToolName, ReasonCode: reason, Cause: cause,
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 )
 
@@ -35,32 +36,32 @@ func (e *ProfileNotPermittedError) Unwrap() error { return ErrForbidden }
 // stamped on it; later changes to the principal never reach this run.
 // An unknown profile is ErrInvalid; a profile other than the default that
 // the principal does not list is a *ProfileNotPermittedError.
-func (s *Service) SubmitRun(ctx context.Context, p engine.Principal, in SubmitRunInput) (Run, error) {
+func (s *Service) SubmitRun(ctx context.Context, p engine.Principal, in api.SubmitRunInput) (api.Run, error) {
 	now := s.now()
 	switch {
 	case p.TenantID == "" || p.ID == "":
-		return Run{}, &InvalidError{Msg: "principal has no tenant"}
+		return api.Run{}, &InvalidError{Msg: "principal has no tenant"}
 	case !engine.ValidUUID(in.SessionID):
-		return Run{}, &InvalidError{Msg: "session_id must be a uuid"}
+		return api.Run{}, &InvalidError{Msg: "session_id must be a uuid"}
 	case in.AgentID == "" || len(in.AgentID) > maxIDLength:
-		return Run{}, &InvalidError{Msg: "agent_id is required (at most 200 characters)"}
+		return api.Run{}, &InvalidError{Msg: "agent_id is required (at most 200 characters)"}
 	case in.AgentVersion == "" || len(in.AgentVersion) > maxIDLength:
-		return Run{}, &InvalidError{Msg: "agent_version is required (at most 200 characters)"}
+		return api.Run{}, &InvalidError{Msg: "agent_version is required (at most 200 characters)"}
 	case in.Deadline != nil && !in.Deadline.After(now):
-		return Run{}, &InvalidError{Msg: "deadline must be in the future"}
+		return api.Run{}, &InvalidError{Msg: "deadline must be in the future"}
 	}
 	profile := in.PolicyProfile
 	if profile == "" {
 		profile = s.cfg.Policy.DefaultProfile()
 	}
 	if _, ok := s.ruleset(profile); !ok {
-		return Run{}, &InvalidError{Msg: "unknown policy_profile"}
+		return api.Run{}, &InvalidError{Msg: "unknown policy_profile"}
 	}
 	if profile != s.cfg.Policy.DefaultProfile() && !p.AnyPolicyProfile && !slices.Contains(p.PolicyProfiles, profile) {
-		return Run{}, &ProfileNotPermittedError{Profile: profile}
+		return api.Run{}, &ProfileNotPermittedError{Profile: profile}
 	}
 	scopes := append([]string{}, p.Scopes...)
-	var run Run
+	var run api.Run
 	err := s.withTx(ctx, func(tx pgx.Tx, _ *afterCommit) error {
 		var err error
 		run, err = scanRun(tx.QueryRow(ctx, runInsert, newID(), p.TenantID, p.ID, in.SessionID, in.AgentID,
@@ -68,22 +69,22 @@ func (s *Service) SubmitRun(ctx context.Context, p engine.Principal, in SubmitRu
 		if err != nil {
 			return fmt.Errorf("insert run: %w", err)
 		}
-		return insertEvent(ctx, tx, run.TenantID, run.ID, EventRunSubmitted, now, map[string]any{
-			"agent_id": run.AgentID, "agent_version": run.AgentVersion, "policy_profile": run.PolicyProfile,
+		return insertEvent(ctx, tx, run.TenantID, run.ID, now, api.RunSubmittedPayload{
+			AgentID: run.AgentID, AgentVersion: run.AgentVersion, PolicyProfile: run.PolicyProfile,
 		})
 	})
 	if err != nil {
-		return Run{}, fmt.Errorf("service: submit run: %w", err)
+		return api.Run{}, fmt.Errorf("service: submit run: %w", err)
 	}
 	return run, nil
 }
 
 // GetRun reads a run of the principal's tenant; another tenant's run is
 // ErrNotFound.
-func (s *Service) GetRun(ctx context.Context, p engine.Principal, runID string) (Run, error) {
+func (s *Service) GetRun(ctx context.Context, p engine.Principal, runID string) (api.Run, error) {
 	r, err := getRun(ctx, s.pool, p.TenantID, runID, false)
 	if err != nil {
-		return Run{}, fmt.Errorf("service: %w", err)
+		return api.Run{}, fmt.Errorf("service: %w", err)
 	}
 	return r, nil
 }
@@ -101,16 +102,16 @@ func leaseDuration(seconds int) (time.Duration, error) {
 // ClaimRun leases the oldest QUEUED run of the principal's tenant, or a
 // RUNNING one whose lease expired (optionally only in.RunID), with the next
 // fencing token. ok=false when there is nothing to claim (204).
-func (s *Service) ClaimRun(ctx context.Context, p engine.Principal, in ClaimInput) (run Run, ok bool, err error) {
+func (s *Service) ClaimRun(ctx context.Context, p engine.Principal, in api.ClaimInput) (run api.Run, ok bool, err error) {
 	d, err := leaseDuration(in.LeaseSeconds)
 	if err != nil {
-		return Run{}, false, err
+		return api.Run{}, false, err
 	}
 	if in.WorkerID == "" || len(in.WorkerID) > maxIDLength {
-		return Run{}, false, &InvalidError{Msg: "worker_id is required (at most 200 characters)"}
+		return api.Run{}, false, &InvalidError{Msg: "worker_id is required (at most 200 characters)"}
 	}
 	if in.RunID != "" && !engine.ValidUUID(in.RunID) {
-		return Run{}, false, nil
+		return api.Run{}, false, nil
 	}
 	now := s.now()
 	err = s.withTx(ctx, func(tx pgx.Tx, _ *afterCommit) error {
@@ -124,12 +125,12 @@ func (s *Service) ClaimRun(ctx context.Context, p engine.Principal, in ClaimInpu
 			return fmt.Errorf("claim: %w", err)
 		}
 		ok = true
-		return insertEvent(ctx, tx, run.TenantID, run.ID, EventRunClaimed, now, map[string]any{
-			"worker_id": run.WorkerID, "fencing_token": run.FencingToken,
+		return insertEvent(ctx, tx, run.TenantID, run.ID, now, api.RunClaimedPayload{
+			WorkerID: run.WorkerID, FencingToken: run.FencingToken,
 		})
 	})
 	if err != nil {
-		return Run{}, false, fmt.Errorf("service: claim run: %w", err)
+		return api.Run{}, false, fmt.Errorf("service: claim run: %w", err)
 	}
 	return run, ok, nil
 }
@@ -137,58 +138,56 @@ func (s *Service) ClaimRun(ctx context.Context, p engine.Principal, in ClaimInpu
 // Heartbeat extends the lease of the worker that holds it. Outcomes:
 // extended; ErrStaleLease when the lease expired, another worker claimed the
 // run, or the run left RUNNING; ErrNotFound for no such run in the tenant.
-func (s *Service) Heartbeat(ctx context.Context, p engine.Principal, runID string, lease Lease, leaseSeconds int) (Run, error) {
+func (s *Service) Heartbeat(ctx context.Context, p engine.Principal, runID string, lease api.Lease, leaseSeconds int) (api.Run, error) {
 	d, err := leaseDuration(leaseSeconds)
 	if err != nil {
-		return Run{}, err
+		return api.Run{}, err
 	}
 	if !engine.ValidUUID(runID) {
-		return Run{}, ErrNotFound
+		return api.Run{}, ErrNotFound
 	}
 	now := s.now()
 	r, err := scanRun(s.pool.QueryRow(ctx, runHeartbeat, runID, p.TenantID, lease.WorkerID, lease.FencingToken, now.Add(d), now))
 	if errors.Is(err, pgx.ErrNoRows) {
 		if _, err := getRun(ctx, s.pool, p.TenantID, runID, false); err != nil {
-			return Run{}, fmt.Errorf("service: heartbeat: %w", err)
+			return api.Run{}, fmt.Errorf("service: heartbeat: %w", err)
 		}
-		return Run{}, fmt.Errorf("service: heartbeat: %w", ErrStaleLease)
+		return api.Run{}, fmt.Errorf("service: heartbeat: %w", ErrStaleLease)
 	}
 	if err != nil {
-		return Run{}, fmt.Errorf("service: heartbeat: %w", err)
+		return api.Run{}, fmt.Errorf("service: heartbeat: %w", err)
 	}
 	return r, nil
 }
 
 // CompleteRun ends a RUNNING run the worker holds, as completed or failed.
-func (s *Service) CompleteRun(ctx context.Context, p engine.Principal, runID string, lease Lease, status string) (Run, error) {
-	var to, typ string
+func (s *Service) CompleteRun(ctx context.Context, p engine.Principal, runID string, lease api.Lease, status string) (api.Run, error) {
+	var to, reason string
+	var event api.EventPayload
 	switch strings.ToLower(status) {
 	case "completed":
-		to, typ = RunCompleted, EventRunCompleted
+		to, event = api.RunCompleted, api.RunCompletedPayload{}
 	case "failed":
-		to, typ = RunFailed, EventRunFailed
+		to, reason = api.RunFailed, "worker_failed"
+		event = api.RunFailedPayload{FailureReason: reason}
 	default:
-		return Run{}, &InvalidError{Msg: "status must be completed or failed"}
+		return api.Run{}, &InvalidError{Msg: "status must be completed or failed"}
 	}
 	now := s.now()
-	var run Run
+	var run api.Run
 	err := s.withTx(ctx, func(tx pgx.Tx, _ *afterCommit) error {
 		if _, err := lockRunForWorker(ctx, tx, p.TenantID, runID, lease, now); err != nil {
 			return err
 		}
-		reason := ""
-		if to == RunFailed {
-			reason = "worker_failed"
-		}
 		var err error
-		run, _, err = transitionRun(ctx, tx, runID, []string{RunRunning}, to, reason, false, now)
+		run, _, err = transitionRun(ctx, tx, runID, []string{api.RunRunning}, to, reason, false, now)
 		if err != nil {
 			return err
 		}
-		return insertEvent(ctx, tx, run.TenantID, run.ID, typ, now, map[string]any{"failure_reason": reason})
+		return insertEvent(ctx, tx, run.TenantID, run.ID, now, event)
 	})
 	if err != nil {
-		return Run{}, fmt.Errorf("service: complete run: %w", err)
+		return api.Run{}, fmt.Errorf("service: complete run: %w", err)
 	}
 	return run, nil
 }
@@ -206,19 +205,19 @@ UPDATE runs SET checkpoint = jsonb_set(checkpoint, '{pending_approval_ids}', '[]
 // lease fenced, so the worker's next call is stale; already terminal ->
 // ErrConflict; another tenant's or no run -> ErrNotFound; p without
 // run.cancel -> ErrForbidden.
-func (s *Service) CancelRun(ctx context.Context, p engine.Principal, runID string) (Run, error) {
+func (s *Service) CancelRun(ctx context.Context, p engine.Principal, runID string) (api.Run, error) {
 	if err := requireScope(p, scopeRunCancel); err != nil {
-		return Run{}, fmt.Errorf("service: cancel run: %w", err)
+		return api.Run{}, fmt.Errorf("service: cancel run: %w", err)
 	}
 	now := s.now()
-	var run Run
+	var run api.Run
 	err := s.withTx(ctx, func(tx pgx.Tx, after *afterCommit) error {
 		cur, err := getRun(ctx, tx, p.TenantID, runID, true)
 		if err != nil {
 			return err
 		}
 		switch cur.Status {
-		case RunCompleted, RunFailed, RunCancelled:
+		case api.RunCompleted, api.RunFailed, api.RunCancelled:
 			return ErrConflict
 		}
 		cancelled, err := cancelApprovalsForRun(ctx, tx, runID, now)
@@ -226,7 +225,7 @@ func (s *Service) CancelRun(ctx context.Context, p engine.Principal, runID strin
 			return err
 		}
 		for _, a := range cancelled {
-			if err := insertEvent(ctx, tx, a.TenantID, a.RunID, EventApprovalResolved, now, resolvedPayload(a)); err != nil {
+			if err := insertEvent(ctx, tx, a.TenantID, a.RunID, now, resolvedPayload(a)); err != nil {
 				return err
 			}
 			latency := now.Sub(a.CreatedAt)
@@ -238,20 +237,20 @@ func (s *Service) CancelRun(ctx context.Context, p engine.Principal, runID strin
 		if _, err := tx.Exec(ctx, runCheckpointCancel, runID); err != nil {
 			return fmt.Errorf("clear checkpoint: %w", err)
 		}
-		run, _, err = transitionRun(ctx, tx, runID, []string{cur.Status}, RunCancelled, "cancelled",
-			cur.Status == RunRunning, now)
+		run, _, err = transitionRun(ctx, tx, runID, []string{cur.Status}, api.RunCancelled, "cancelled",
+			cur.Status == api.RunRunning, now)
 		if err != nil {
 			return err
 		}
-		if err := insertEvent(ctx, tx, run.TenantID, run.ID, EventRunCancelled, now, map[string]any{
-			"cancelled_by": p.ID, "approvals_cancelled": len(cancelled),
+		if err := insertEvent(ctx, tx, run.TenantID, run.ID, now, api.RunCancelledPayload{
+			CancelledBy: p.ID, ApprovalsCancelled: len(cancelled),
 		}); err != nil {
 			return err
 		}
 		return notify(ctx, tx, run.TenantID)
 	})
 	if err != nil {
-		return Run{}, fmt.Errorf("service: cancel run: %w", err)
+		return api.Run{}, fmt.Errorf("service: cancel run: %w", err)
 	}
 	return run, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 )
 
@@ -111,8 +112,8 @@ UPDATE runs
        updated_at = $3
  WHERE id = $1`
 
-func scanRun(row pgx.Row) (Run, error) {
-	var r Run
+func scanRun(row pgx.Row) (api.Run, error) {
+	var r api.Run
 	err := row.Scan(&r.ID, &r.TenantID, &r.PrincipalID, &r.SessionID, &r.AgentID, &r.AgentVersion,
 		&r.PolicyProfile, &r.PrincipalScopes, &r.Status, &r.FailureReason, &r.Checkpoint, &r.Deadline,
 		&r.WorkerID, &r.LeaseExpiresAt, &r.FencingToken, &r.CreatedAt, &r.UpdatedAt)
@@ -123,9 +124,9 @@ func scanRun(row pgx.Row) (Run, error) {
 }
 
 // getRun reads a run of a tenant; another tenant's run is ErrNotFound.
-func getRun(ctx context.Context, db DBTX, tenantID, runID string, lock bool) (Run, error) {
+func getRun(ctx context.Context, db DBTX, tenantID, runID string, lock bool) (api.Run, error) {
 	if !engine.ValidUUID(runID) {
-		return Run{}, ErrNotFound
+		return api.Run{}, ErrNotFound
 	}
 	q := runGet
 	if lock {
@@ -133,10 +134,10 @@ func getRun(ctx context.Context, db DBTX, tenantID, runID string, lock bool) (Ru
 	}
 	r, err := scanRun(db.QueryRow(ctx, q, runID, tenantID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Run{}, ErrNotFound
+		return api.Run{}, ErrNotFound
 	}
 	if err != nil {
-		return Run{}, fmt.Errorf("get run: %w", err)
+		return api.Run{}, fmt.Errorf("get run: %w", err)
 	}
 	return r, nil
 }
@@ -145,12 +146,12 @@ func getRun(ctx context.Context, db DBTX, tenantID, runID string, lock bool) (Ru
 // ErrNotFound for no such run in the tenant, ErrStaleLease when the run is
 // not RUNNING under this worker's unexpired lease and fencing token (the run
 // is returned so the caller can answer a retry from the record).
-func lockRunForWorker(ctx context.Context, tx DBTX, tenantID, runID string, lease Lease, now time.Time) (Run, error) {
+func lockRunForWorker(ctx context.Context, tx DBTX, tenantID, runID string, lease api.Lease, now time.Time) (api.Run, error) {
 	r, err := getRun(ctx, tx, tenantID, runID, true)
 	if err != nil {
 		return r, err
 	}
-	if r.Status != RunRunning || r.WorkerID != lease.WorkerID || r.FencingToken != lease.FencingToken ||
+	if r.Status != api.RunRunning || r.WorkerID != lease.WorkerID || r.FencingToken != lease.FencingToken ||
 		r.LeaseExpiresAt == nil || !now.Before(*r.LeaseExpiresAt) {
 		return r, ErrStaleLease
 	}
@@ -159,42 +160,42 @@ func lockRunForWorker(ctx context.Context, tx DBTX, tenantID, runID string, leas
 
 // transitionRun moves a run from one of from to to; ok=false when the run
 // was in none of them (someone else moved it first).
-func transitionRun(ctx context.Context, db DBTX, runID string, from []string, to, reason string, fence bool, now time.Time) (Run, bool, error) {
+func transitionRun(ctx context.Context, db DBTX, runID string, from []string, to, reason string, fence bool, now time.Time) (api.Run, bool, error) {
 	bump := 0
 	if fence {
 		bump = 1
 	}
 	r, err := scanRun(db.QueryRow(ctx, runTransition, runID, from, to, reason, bump, now))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Run{}, false, nil
+		return api.Run{}, false, nil
 	}
 	if err != nil {
-		return Run{}, false, fmt.Errorf("run %s -> %s: %w", runID, to, err)
+		return api.Run{}, false, fmt.Errorf("run %s -> %s: %w", runID, to, err)
 	}
 	return r, true, nil
 }
 
 // failRun fails a run in one of the from statuses and writes run.failed;
 // ok=false when the run was in none of them.
-func failRun(ctx context.Context, db DBTX, runID string, from []string, reason string, now time.Time) (Run, bool, error) {
-	r, ok, err := transitionRun(ctx, db, runID, from, RunFailed, reason, false, now)
+func failRun(ctx context.Context, db DBTX, runID string, from []string, reason string, now time.Time) (api.Run, bool, error) {
+	r, ok, err := transitionRun(ctx, db, runID, from, api.RunFailed, reason, false, now)
 	if err != nil || !ok {
 		return r, ok, err
 	}
-	return r, true, insertEvent(ctx, db, r.TenantID, r.ID, EventRunFailed, now, map[string]any{"failure_reason": reason})
+	return r, true, insertEvent(ctx, db, r.TenantID, r.ID, now, api.RunFailedPayload{FailureReason: reason})
 }
 
 // requeueIfSettled re-queues a parked run with no pending approval left and
 // writes run.queued; ok=false when the run stays as it is.
-func requeueIfSettled(ctx context.Context, db DBTX, runID string, now time.Time) (Run, bool, error) {
+func requeueIfSettled(ctx context.Context, db DBTX, runID string, now time.Time) (api.Run, bool, error) {
 	r, err := scanRun(db.QueryRow(ctx, runRequeueIfSettled, runID, now))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Run{}, false, nil
+		return api.Run{}, false, nil
 	}
 	if err != nil {
-		return Run{}, false, fmt.Errorf("requeue run: %w", err)
+		return api.Run{}, false, fmt.Errorf("requeue run: %w", err)
 	}
-	return r, true, insertEvent(ctx, db, r.TenantID, r.ID, EventRunQueued, now, map[string]any{})
+	return r, true, insertEvent(ctx, db, r.TenantID, r.ID, now, api.RunQueuedPayload{})
 }
 
 func execRun(ctx context.Context, db DBTX, what, q string, args ...any) (int64, error) {
@@ -206,13 +207,13 @@ func execRun(ctx context.Context, db DBTX, what, q string, args ...any) (int64, 
 }
 
 // pastDeadline reports whether the run's deadline has passed at now.
-func (r Run) pastDeadline(now time.Time) bool {
+func pastDeadline(r api.Run, now time.Time) bool {
 	return r.Deadline != nil && !now.Before(*r.Deadline)
 }
 
-// snapshot is what the engine knows of the run: the stamp, never current
-// scopes.
-func (r Run) snapshot() engine.RunSnapshot {
+// runSnapshot is what the engine knows of the run: the stamp, never
+// current scopes.
+func runSnapshot(r api.Run) engine.RunSnapshot {
 	return engine.RunSnapshot{
 		ID: r.ID, TenantID: r.TenantID, SessionID: r.SessionID, PrincipalID: r.PrincipalID,
 		PrincipalScopes: r.PrincipalScopes, AgentVersion: r.AgentVersion,
@@ -221,6 +222,6 @@ func (r Run) snapshot() engine.RunSnapshot {
 }
 
 // stampPrincipal is the run's principal as stamped at submission.
-func (r Run) stampPrincipal() engine.Principal {
+func stampPrincipal(r api.Run) engine.Principal {
 	return engine.Principal{ID: r.PrincipalID, TenantID: r.TenantID, Scopes: r.PrincipalScopes}
 }

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"gatehouse/api"
 	"gatehouse/auth"
 	"gatehouse/engine"
 	"gatehouse/rules"
@@ -184,7 +185,7 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func printApprovalTable(w io.Writer, items []service.Approval) error {
+func printApprovalTable(w io.Writer, items []api.Approval) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tRISK\tTOOL\tSTATUS\tCREATED\tEXPIRES\tSUMMARY")
 	for _, a := range items {
@@ -194,7 +195,7 @@ func printApprovalTable(w io.Writer, items []service.Approval) error {
 	return tw.Flush()
 }
 
-func printApproval(w io.Writer, a service.Approval) error {
+func printApproval(w io.Writer, a api.Approval) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("id", a.ID)

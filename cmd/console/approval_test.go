@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"gatehouse/api"
 	"gatehouse/engine"
 	"gatehouse/internal/testdb"
 	"gatehouse/rules"
@@ -52,15 +53,15 @@ func parkedApproval(t *testing.T, dbURL string) string {
 		t.Fatal(err)
 	}
 	alice := engine.Principal{ID: "alice", TenantID: "acme", Scopes: []string{"run.read", "run.write", "demo.write"}}
-	run, err := svc.SubmitRun(ctx, alice, service.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1"})
+	run, err := svc.SubmitRun(ctx, alice, api.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, _, err = svc.ClaimRun(ctx, alice, service.ClaimInput{WorkerID: "w", LeaseSeconds: 60, RunID: run.ID})
+	run, _, err = svc.ClaimRun(ctx, alice, api.ClaimInput{WorkerID: "w", LeaseSeconds: 60, RunID: run.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := svc.Propose(ctx, alice, run.ID, service.Lease{WorkerID: "w", FencingToken: run.FencingToken}, engine.ActionRequest{
+	res, err := svc.Propose(ctx, alice, run.ID, api.Lease{WorkerID: "w", FencingToken: run.FencingToken}, engine.ActionRequest{
 		ActionID: uuid.NewString(), Kind: engine.ActionToolCall, Name: "demo.external_write", Summary: "write a record",
 		StepNumber: 1, Arguments: map[string]any{"record": "r1", "field": "f", "value": "v"}, OriginTrust: engine.TrustUser,
 	})
@@ -95,7 +96,7 @@ func TestApprovalCommands(t *testing.T) {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
 	out, err = approval("list", "--principal", "mallory", "--json")
-	var page service.ApprovalPage
+	var page api.ApprovalPage
 	if err != nil || json.Unmarshal([]byte(out), &page) != nil || len(page.Items) != 0 {
 		t.Fatalf("another tenant lists: %v\n%s", err, out)
 	}
@@ -125,7 +126,7 @@ func TestApprovalCommands(t *testing.T) {
 	out, err = approval("resolve", id, "approve_once", "--principal", "carol", "--reason", "looks right", "--json")
 	var res struct {
 		Result   service.ResolveResult
-		Approval service.Approval
+		Approval api.Approval
 	}
 	if err != nil || json.Unmarshal([]byte(out), &res) != nil {
 		t.Fatalf("resolve: %v\n%s", err, out)

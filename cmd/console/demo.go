@@ -14,9 +14,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"gatehouse/api"
 	"gatehouse/client"
 	"gatehouse/engine"
-	"gatehouse/service"
 )
 
 // runDemo runs the demo agent against a server: `console demo --url U
@@ -150,7 +150,7 @@ func demoLoop(ctx context.Context, baseURL, token string, logger *slog.Logger) e
 // demoRun plays one scenario as one run.
 func demoRun(ctx context.Context, cl *client.Client, a demoAction, n int) error {
 	worker := fmt.Sprintf("demo-worker-%d", n)
-	run, err := cl.SubmitRun(ctx, service.SubmitRunInput{
+	run, err := cl.SubmitRun(ctx, api.SubmitRunInput{
 		SessionID: uuid.NewString(), AgentID: demoAgentID, AgentVersion: demoAgentVer,
 	})
 	if err != nil {
@@ -178,7 +178,7 @@ func demoRun(ctx context.Context, cl *client.Client, a demoAction, n int) error 
 		}
 		return demoComplete(ctx, cl, run.ID, lease)
 	case engine.DecisionDeny:
-		if res.RunStatus != service.RunRunning {
+		if res.RunStatus != api.RunRunning {
 			return nil // the circuit breaker or a cancel ended the run
 		}
 		return demoComplete(ctx, cl, run.ID, lease)
@@ -202,7 +202,7 @@ func demoAwait(ctx context.Context, cl *client.Client, runID, worker, approvalID
 		return err
 	}
 	if ap.Status == engine.ApprovalApproved {
-		rr, err := cl.Resume(ctx, runID, invID, lease, service.ResumeInput{Arguments: args, AgentVersion: demoAgentVer})
+		rr, err := cl.Resume(ctx, runID, invID, lease, api.ResumeInput{Arguments: args, AgentVersion: demoAgentVer})
 		if err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
@@ -217,25 +217,25 @@ func demoAwait(ctx context.Context, cl *client.Client, runID, worker, approvalID
 
 // demoClaim claims a specific run, retrying briefly: a resolved run is
 // re-queued in the resolving transaction, but the event can reach us first.
-func demoClaim(ctx context.Context, cl *client.Client, runID, worker string) (service.Lease, error) {
+func demoClaim(ctx context.Context, cl *client.Client, runID, worker string) (api.Lease, error) {
 	for range demoClaimTries {
-		run, ok, err := cl.Claim(ctx, service.ClaimInput{WorkerID: worker, LeaseSeconds: demoLease, RunID: runID})
+		run, ok, err := cl.Claim(ctx, api.ClaimInput{WorkerID: worker, LeaseSeconds: demoLease, RunID: runID})
 		if err != nil {
-			return service.Lease{}, fmt.Errorf("claim: %w", err)
+			return api.Lease{}, fmt.Errorf("claim: %w", err)
 		}
 		if ok {
-			return service.Lease{WorkerID: worker, FencingToken: run.FencingToken}, nil
+			return api.Lease{WorkerID: worker, FencingToken: run.FencingToken}, nil
 		}
 		select {
 		case <-time.After(demoClaimPause):
 		case <-ctx.Done():
-			return service.Lease{}, ctx.Err()
+			return api.Lease{}, ctx.Err()
 		}
 	}
-	return service.Lease{}, errors.New("claim: the run was not claimable")
+	return api.Lease{}, errors.New("claim: the run was not claimable")
 }
 
-func demoComplete(ctx context.Context, cl *client.Client, runID string, lease service.Lease) error {
+func demoComplete(ctx context.Context, cl *client.Client, runID string, lease api.Lease) error {
 	if _, err := cl.Complete(ctx, runID, lease, "completed"); err != nil {
 		return fmt.Errorf("complete: %w", err)
 	}
