@@ -9,6 +9,7 @@ import (
 
 	"gatehouse/engine"
 	"gatehouse/rules"
+	"gatehouse/service"
 	"gatehouse/web/templates"
 )
 
@@ -58,12 +59,7 @@ func policyView(set *rules.Set, now time.Time) templates.PolicyPage {
 	}
 	cat := set.Catalog()
 	for _, t := range cat.Tools() {
-		out := engine.Gate(sampleRequest(t), cat, engine.RunSnapshot{
-			ID:              "00000000-0000-4000-8000-000000000001",
-			SessionID:       "00000000-0000-4000-8000-000000000002",
-			PrincipalScopes: t.RequiredScopes,
-			PolicyProfile:   rs.ProfileName(),
-		}, engine.Principal{Scopes: t.RequiredScopes}, rs, now)
+		out := service.DryRun(cat, rs, sampleRequest(t), t.RequiredScopes, now)
 		scopes := strings.Join(t.RequiredScopes, ", ")
 		if scopes == "" {
 			scopes = "—"

@@ -11,6 +11,7 @@ import (
 
 	"gatehouse/engine"
 	"gatehouse/rules"
+	"gatehouse/service"
 )
 
 // maxEvalInput bounds `policy eval`'s stdin like the API bounds a body.
@@ -121,9 +122,7 @@ func policyEval(set *rules.Set, profileFlag string, stdin io.Reader, stdout io.W
 	if err != nil {
 		return err
 	}
-	run := engine.RunSnapshot{ID: "policy-eval", PrincipalScopes: in.Scopes, PolicyProfile: rs.ProfileName()}
-	p := engine.Principal{ID: "policy-eval", Scopes: in.Scopes}
-	out := engine.Gate(req, set.Catalog(), run, p, rs, time.Now().UTC())
+	out := service.DryRun(set.Catalog(), rs, req, in.Scopes, time.Now().UTC())
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(evalOutput{
