@@ -6,12 +6,22 @@ import (
 	"strings"
 )
 
+// The scopes the API's routes and the service's own checks name: one
+// spelling each, shared by every surface (API, console, CLI).
+const (
+	ScopeRunRead         = "run.read"
+	ScopeRunWrite        = "run.write"
+	ScopeRunCancel       = "run.cancel"
+	ScopeApprovalRead    = "approval.read"
+	ScopeApprovalResolve = "approval.resolve"
+)
+
 // scopeVocabulary is the closed platform vocabulary: the seed's final count
 // of 43 after ADR-0143 (DESIGN.md corrects the seed's stale "forty-two").
 var scopeVocabulary = []string{
 	"session.read", "session.write",
-	"run.read", "run.write", "run.cancel",
-	"approval.read", "approval.resolve",
+	ScopeRunRead, ScopeRunWrite, ScopeRunCancel,
+	ScopeApprovalRead, ScopeApprovalResolve,
 	"artifact.read", "artifact.write",
 	"workspace.read", "workspace.write",
 	"sandbox.execute",

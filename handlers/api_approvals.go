@@ -11,9 +11,6 @@ import (
 	"gatehouse/service"
 )
 
-// approvalStatusResolved selects every final status (history).
-const approvalStatusResolved = "resolved"
-
 // approvalList is one page of the tenant's approvals, in queue order for
 // pending (risk, then oldest first), newest resolution first otherwise.
 // The tenant is the principal's; no parameter can name another.
@@ -24,10 +21,10 @@ func (s *Server) approvalList(c echo.Context) error {
 		Cursor:    c.QueryParam("cursor"),
 	}
 	switch st := c.QueryParam("status"); {
-	case st == "", st == approvalStatusResolved, engine.ApprovalStatus(st).Valid():
+	case st == "", st == string(service.StatusResolved), engine.ApprovalStatus(st).Valid():
 		f.Status = engine.ApprovalStatus(st)
 	default:
-		return invalid(fmt.Sprintf("status must be %q or one of %v", approvalStatusResolved, engine.ApprovalStatuses()))
+		return invalid(fmt.Sprintf("status must be %q or one of %v", service.StatusResolved, engine.ApprovalStatuses()))
 	}
 	limit, err := queryInt(c, "limit", 1, 200)
 	if err != nil {

@@ -17,9 +17,6 @@ type resolveForm struct {
 	Next       string `form:"next"`
 }
 
-// maxReasonLen bounds the optional reason a human types.
-const maxReasonLen = 500
-
 // approvalResolve approves or denies through the same service method as
 // the API. Under HTMX it answers with the card, which swaps in place; a
 // conflict (someone else was first) is a 409 whose card says who and how.
@@ -33,7 +30,7 @@ func (cn *console) approvalResolve(c echo.Context) error {
 	if res != engine.ResolutionApproveOnce && res != engine.ResolutionDeny {
 		return invalid("Choose approve or deny.")
 	}
-	if len(f.Reason) > maxReasonLen {
+	if len(f.Reason) > service.MaxReasonLength {
 		return invalid("The reason is too long (500 characters at most).")
 	}
 	p, _ := principalOf(c)

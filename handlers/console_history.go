@@ -60,7 +60,7 @@ func (cn *console) history(c echo.Context) error {
 // historyFilter turns the form into a service filter; an unknown status or
 // risk, or a malformed date, is a 400 naming the field.
 func historyFilter(fm templates.HistoryFilter) (service.ApprovalFilter, error) {
-	f := service.ApprovalFilter{Status: "resolved", ResolvedBy: fm.ResolvedBy, Limit: queuePageSize}
+	f := service.ApprovalFilter{Status: service.StatusResolved, ResolvedBy: fm.ResolvedBy, Limit: queuePageSize}
 	if fm.Status != "" {
 		st := engine.ApprovalStatus(fm.Status)
 		if !st.Valid() || st == engine.ApprovalPending {

@@ -4,15 +4,17 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"gatehouse/engine"
 )
 
 // Route scopes (DESIGN §6).
 const (
-	scopeRunRead         = "run.read"
-	scopeRunWrite        = "run.write"
-	scopeRunCancel       = "run.cancel"
-	scopeApprovalRead    = "approval.read"
-	scopeApprovalResolve = "approval.resolve"
+	scopeRunRead         = engine.ScopeRunRead
+	scopeRunWrite        = engine.ScopeRunWrite
+	scopeRunCancel       = engine.ScopeRunCancel
+	scopeApprovalRead    = engine.ScopeApprovalRead
+	scopeApprovalResolve = engine.ScopeApprovalResolve
 )
 
 // routes is the table of contents of the server. Middleware is attached

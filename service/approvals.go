@@ -347,7 +347,7 @@ func (s *Service) ListApprovals(ctx context.Context, p engine.Principal, f Appro
 	}
 	pending := f.Status == "" || f.Status == engine.ApprovalPending
 	status := ""
-	if !pending && f.Status != "resolved" {
+	if !pending && f.Status != StatusResolved {
 		if !f.Status.Valid() {
 			return api.ApprovalPage{}, &InvalidError{Msg: "unknown status"}
 		}

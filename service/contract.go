@@ -49,11 +49,14 @@ type ResolveOutcome struct {
 	Approval api.Approval
 }
 
+// StatusResolved selects every final status of an approval (history).
+const StatusResolved engine.ApprovalStatus = "resolved"
+
 // ApprovalFilter selects approvals. Status "" means pending. Lists are in
 // queue order (risk rank descending, then oldest first) for pending, and
 // newest resolution first for history.
 type ApprovalFilter struct {
-	Status     engine.ApprovalStatus // "" = pending; "resolved" is any final status
+	Status     engine.ApprovalStatus // "" = pending; StatusResolved is any final status
 	RunID      string
 	SessionID  string
 	ResolvedBy string

@@ -11,7 +11,9 @@ import (
 	"gatehouse/engine"
 )
 
-const maxReasonLength = 2000
+// MaxReasonLength bounds the reason a human gives with a resolution, in
+// bytes, on every surface (API, console, CLI).
+const MaxReasonLength = 2000
 
 // ResolveApproval resolves an approval of the principal's tenant: the
 // guarded update of the seed, first resolution wins. Outcomes:
@@ -43,7 +45,7 @@ func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id st
 		return ResolveOutcome{}, &InvalidError{Msg: "approve_for_task needs a task grant offer; none is offered"}
 	case !resolution.Valid():
 		return ResolveOutcome{}, &InvalidError{Msg: "resolution must be approve_once or deny"}
-	case len(reason) > maxReasonLength:
+	case len(reason) > MaxReasonLength:
 		return ResolveOutcome{}, &InvalidError{Msg: "reason is too long"}
 	}
 	now := s.now()

@@ -213,9 +213,9 @@ func (s *Service) currentPrincipal(tenantID, id string, stamp []string) engine.P
 // Scopes the service itself requires, matching the API routes, so that no
 // surface (API, console, CLI) can reach these methods without them.
 const (
-	scopeApprovalRead    = "approval.read"
-	scopeApprovalResolve = "approval.resolve"
-	scopeRunCancel       = "run.cancel"
+	scopeApprovalRead    = engine.ScopeApprovalRead
+	scopeApprovalResolve = engine.ScopeApprovalResolve
+	scopeRunCancel       = engine.ScopeRunCancel
 )
 
 // requireScope is ErrForbidden unless p holds scope. It runs before any

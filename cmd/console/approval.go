@@ -93,12 +93,12 @@ func parseApprovalArgs(env envConfig, args []string) (approvalRequest, error) {
 		return req, fmt.Errorf("%w: approval list|show|resolve", errUsage)
 	}
 	req.cmd, req.rest = rest[0], rest[1:]
-	req.scope = "approval.read"
+	req.scope = engine.ScopeApprovalRead
 	switch {
 	case req.cmd == "list" && len(req.rest) == 0:
 	case req.cmd == "show" && len(req.rest) == 1:
 	case req.cmd == "resolve" && len(req.rest) == 2:
-		req.scope = "approval.resolve"
+		req.scope = engine.ScopeApprovalResolve
 	default:
 		return req, fmt.Errorf("%w: approval list | show ID | resolve ID approve_once|deny [--reason R] --principal ID", errUsage)
 	}
