@@ -233,12 +233,16 @@ func testProposeParkResolveResume(t *testing.T, srv *server) {
 }
 
 // eventCounts counts a run's events by type, paging through the log.
+// An event becomes visible once every older transaction of the cluster has
+// ended (docs/OPERATIONS.md), so a reader right behind a write may see it a
+// moment later: the last page is a short long-poll that ends empty only
+// when nothing more arrives.
 func eventCounts(t testing.TB, c *client.Client, runID string) map[string]int {
 	t.Helper()
 	counts := map[string]int{}
 	var after string
 	for {
-		page, err := c.Events(testContext(t), client.EventQuery{After: after, RunID: runID, Limit: 500})
+		page, err := c.Events(testContext(t), client.EventQuery{After: after, RunID: runID, Limit: 500, Wait: 1})
 		if err != nil {
 			t.Fatalf("events: %v", err)
 		}
