@@ -26,6 +26,9 @@ const benchPrincipals = `principals:
   - {id: q100, tenant_id: bench-q100, scopes: [run.read, run.write, approval.read, approval.resolve, demo.write]}
   - {id: q1000, tenant_id: bench-q1000, scopes: [run.read, run.write, approval.read, approval.resolve, demo.write]}
   - {id: q10000, tenant_id: bench-q10000, scopes: [run.read, run.write, approval.read, approval.resolve, demo.write]}
+  - {id: u1, tenant_id: bench-u1, scopes: [run.read, run.write, approval.read, approval.resolve, demo.write]}
+  - {id: u10, tenant_id: bench-u10, scopes: [run.read, run.write, approval.read, approval.resolve, demo.write]}
+  - {id: u40, tenant_id: bench-u40, scopes: [run.read, run.write, approval.read, approval.resolve, demo.write]}
 `
 
 // cloneApproval copies one parked approval n times with fresh ids and
@@ -119,6 +122,72 @@ func fillQueue(b *testing.B, svc *service.Service, p engine.Principal, n int) {
 	if have >= n {
 		return
 	}
+	approvalID := parkOne(b, svc, p)
+	if _, err := pool.Exec(ctx, cloneApproval, approvalID, n-have-1); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE approvals`); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkQueueUpdates is the live queue's poll after changed=N approvals
+// were requested: one op renders every changed card, so the cost per card
+// is what the page pays per new approval.
+func BenchmarkQueueUpdates(b *testing.B) {
+	ctx := context.Background()
+	pool := testdb.New(b)
+	set, err := rules.Load(rules.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir, err := auth.Parse([]byte(benchPrincipals))
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc, err := service.New(ctx, service.Config{Pool: pool, Policy: set, Principals: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sessions, err := service.NewConsoleSessions(pool, service.LoginThrottle{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Config{Service: svc, Directory: dir, Policy: set, Metrics: metrics.New(), Sessions: sessions, BaseURL: "http://127.0.0.1:8080"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cn := newConsole(s)
+	for _, n := range []int{1, 10, 40} {
+		p, _ := dir.ByID(fmt.Sprintf("u%d", n))
+		cursor, err := svc.EventWatermark(ctx, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range n {
+			parkOne(b, svc, p)
+		}
+		b.Run(fmt.Sprintf("changed=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				c := s.echo.NewContext(httptest.NewRequest(http.MethodGet, "/queue/updates?after="+cursor, nil), rec)
+				c.QueryParams().Set("after", cursor)
+				setPrincipal(c, p)
+				c.Set(ctxConsoleSession, consoleSession{Principal: p, CSRF: "bench"})
+				if err := cn.queueUpdates(c); err != nil || rec.Code != http.StatusOK {
+					b.Fatalf("updates: %d %v", rec.Code, err)
+				}
+			}
+		})
+	}
+}
+
+// parkOne parks one real approval for p's tenant through the service and
+// returns its id.
+func parkOne(b *testing.B, svc *service.Service, p engine.Principal) string {
+	b.Helper()
+	ctx := context.Background()
 	run, err := svc.SubmitRun(ctx, p, api.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "bench", AgentVersion: "1"})
 	if err != nil {
 		b.Fatal(err)
@@ -134,10 +203,5 @@ func fillQueue(b *testing.B, svc *service.Service, p engine.Principal, n int) {
 	if err != nil || res.ApprovalID == "" {
 		b.Fatalf("park: %+v %v", res, err)
 	}
-	if _, err := pool.Exec(ctx, cloneApproval, res.ApprovalID, n-have-1); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, `ANALYZE approvals`); err != nil {
-		b.Fatal(err)
-	}
+	return res.ApprovalID
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -54,11 +53,15 @@ func (cn *console) queue(c echo.Context) error {
 // pendingText is the pending count from the first page: exact up to a
 // page, "50+" beyond, so counting never costs more than the page itself.
 func pendingText(first api.ApprovalPage) string {
-	n := strconv.Itoa(len(first.Items))
-	if first.NextCursor != "" {
-		n += "+"
+	return countText(len(first.Items), first.NextCursor != "")
+}
+
+func countText(n int, more bool) string {
+	s := strconv.Itoa(n)
+	if more {
+		s += "+"
 	}
-	return n
+	return s
 }
 
 // maxUpdateEvents bounds one poll; a longer backlog arrives over the next
@@ -73,27 +76,15 @@ func (cn *console) queueUpdates(c echo.Context) error {
 		return invalid("after must be a watermark")
 	}
 	p, _ := principalOf(c)
-	ctx := c.Request().Context()
-	evs, err := cn.s.cfg.Service.ListEvents(ctx, p, service.EventFilter{After: after, Limit: maxUpdateEvents})
+	ch, err := cn.s.cfg.Service.QueueChangesSince(c.Request().Context(), p, after, maxUpdateEvents, queuePageSize)
 	if err != nil {
 		return err
 	}
-	u := templates.QueueUpdate{Poll: templates.Poll{After: after}}
-	if len(evs) > 0 {
-		u.Poll.After = evs[len(evs)-1].Cursor
-	}
-	ids := changedApprovals(evs)
-	if len(ids) > 0 {
+	u := templates.QueueUpdate{Poll: templates.Poll{After: ch.Cursor}}
+	if len(ch.Approvals) > 0 {
 		now := cn.s.now()
 		csrf := sessionOf(c).CSRF
-		for _, id := range ids {
-			a, err := cn.s.cfg.Service.GetApproval(ctx, p, id)
-			if errors.Is(err, service.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
+		for _, a := range ch.Approvals {
 			card := cardView(a, p, now, "")
 			card.CSRF, card.Back = csrf, "/"
 			if a.Status == engine.ApprovalPending {
@@ -104,33 +95,7 @@ func (cn *console) queueUpdates(c echo.Context) error {
 				u.Resolved = append(u.Resolved, card)
 			}
 		}
-		first, err := cn.s.cfg.Service.ListApprovals(ctx, p, service.ApprovalFilter{Limit: queuePageSize})
-		if err != nil {
-			return err
-		}
-		u.Pending = pendingText(first)
+		u.Pending = countText(ch.Pending, ch.More)
 	}
 	return cn.render(c, http.StatusOK, templates.QueueUpdates(u))
-}
-
-// changedApprovals lists, once each and in order, the approvals that the
-// events requested or resolved.
-func changedApprovals(evs []api.Event) []string {
-	seen := map[string]bool{}
-	var ids []string
-	for _, e := range evs {
-		var id string
-		switch p, _ := e.DecodePayload(); p := p.(type) {
-		case api.ApprovalRequestedPayload:
-			id = p.ApprovalID
-		case api.ApprovalResolvedPayload:
-			id = p.ApprovalID
-		}
-		if id == "" || seen[id] {
-			continue
-		}
-		seen[id] = true
-		ids = append(ids, id)
-	}
-	return ids
 }

@@ -27,6 +27,7 @@ type Service interface {
 	GetApproval(ctx context.Context, p engine.Principal, id string) (api.Approval, error)
 	GetApprovalArguments(ctx context.Context, p engine.Principal, id string) (map[string]any, map[string]string, error)
 	ListApprovals(ctx context.Context, p engine.Principal, f service.ApprovalFilter) (api.ApprovalPage, error)
+	QueueChangesSince(ctx context.Context, p engine.Principal, cursor string, limit, pageSize int) (service.QueueChanges, error)
 	ResolveApproval(ctx context.Context, p engine.Principal, id string, resolution engine.ApprovalResolutionType, reason string) (service.ResolveOutcome, error)
 	ListEvents(ctx context.Context, p engine.Principal, f service.EventFilter) ([]api.Event, error)
 	EventWatermark(ctx context.Context, p engine.Principal) (string, error)
