@@ -18,6 +18,38 @@ func Gate(req ActionRequest, cat *Catalog, run RunSnapshot, p Principal, rs *Loa
 	if rs != nil {
 		version = rs.policyVersion
 	}
+	action := proposedAction(req, run, now)
+	normalized, hash, normErr := NormalizeArguments(action.Arguments)
+	action.NormalizedArgumentsHash = hash
+	out := GateOutcome{NormalizedArguments: normalized}
+
+	spec, msg := admit(&req, &action, cat, normErr)
+	out.Action = action
+	if msg != "" {
+		out.Decision = unclassifiable(&action, version, msg)
+		return out
+	}
+	if missing := MissingScopes(spec.RequiredScopes, run.PrincipalScopes); len(missing) > 0 {
+		out.MissingScopes = missing
+		out.Decision = scopeDenial(&action, missing)
+		return out
+	}
+	out.Decision = EvaluateDeterministic(action, p, run, rs)
+	if out.Decision.Decision == DecisionAllowWithModifications {
+		effective, effectiveHash, err := NormalizeArguments(out.Decision.ModifiedArguments)
+		if err != nil {
+			out.Decision = unclassifiable(&action, version, explainUnrepresentable)
+			return out
+		}
+		out.EffectiveArguments = out.Decision.ModifiedArguments
+		out.EffectiveNormalized, out.EffectiveArgumentsHash = effective, effectiveHash
+	}
+	return out
+}
+
+// proposedAction is the request as the engine reads it, before the catalog
+// classifies it.
+func proposedAction(req ActionRequest, run RunSnapshot, now time.Time) ProposedAction {
 	action := ProposedAction{
 		Kind:          req.Kind,
 		ActionID:      req.ActionID,
@@ -39,70 +71,52 @@ func Gate(req ActionRequest, cat *Catalog, run RunSnapshot, p Principal, rs *Loa
 	if req.Target != nil {
 		action.Target = *req.Target
 	}
-	normalized, hash, normErr := NormalizeArguments(action.Arguments)
-	action.NormalizedArgumentsHash = hash
-	out := GateOutcome{NormalizedArguments: normalized}
+	return action
+}
 
-	msg := validateRequest(&req)
-	if msg == "" && normErr != nil {
+// admit validates the request and classifies action from the catalog. It
+// returns why the action is unclassifiable, or "" and the tool's spec.
+func admit(req *ActionRequest, action *ProposedAction, cat *Catalog, normErr error) (ToolSpec, string) {
+	if msg := validateRequest(req); msg != "" {
+		return ToolSpec{}, msg
+	}
+	if normErr != nil {
 		// Arguments the hash cannot bind exactly could be swapped after
 		// approval: refuse them rather than approve a lossy digest.
-		msg = explainUnrepresentable
-	}
-	if msg != "" {
-		out.Action = action
-		out.Decision = unclassifiable(&action, version, msg)
-		return out
+		return ToolSpec{}, explainUnrepresentable
 	}
 	spec, ok := cat.Lookup(req.Name)
 	if !ok || spec.Kind != req.Kind || (req.Version != "" && req.Version != spec.Version) {
-		out.Action = action
-		out.Decision = unclassifiable(&action, version, "the action names no registered tool of its kind and version")
-		return out
+		return ToolSpec{}, "the action names no registered tool of its kind and version"
 	}
 	for name := range action.Arguments {
 		if !slices.Contains(spec.Arguments, name) {
 			// An argument nobody declared is an argument no rule reads.
-			out.Action = action
-			out.Decision = unclassifiable(&action, version, explainUndeclaredArgument)
-			return out
+			return ToolSpec{}, explainUndeclaredArgument
 		}
 	}
-	classify(&action, spec)
+	classify(action, spec)
 	if spec.MCPServerID == "" && spec.Target == "" && compositionRootTarget(action.Target.Kind) {
 		// Provider and MCP targets are fixed by the catalog (the
 		// composition root); a request claiming one for a tool without a
 		// fixed target would buy itself constructed_provider_target.
-		out.Action = action
-		out.Decision = unclassifiable(&action, version, explainClaimedTarget)
-		return out
+		return ToolSpec{}, explainClaimedTarget
 	}
-	out.Action = action
+	return spec, ""
+}
 
-	if missing := MissingScopes(spec.RequiredScopes, run.PrincipalScopes); len(missing) > 0 {
-		out.MissingScopes = missing
-		out.Decision = PolicyDecision{
-			Decision:    DecisionDeny,
-			ReasonCode:  ReasonScopeMissing,
-			Layer:       LayerScope,
-			Explanation: "the run's principal lacks required scopes: " + strings.Join(missing, ", "),
-			SideEffect:  action.SideEffect,
-			Risk:        action.Risk,
-		}
-		return out
+// scopeDenial is the decision for an action whose run lacks scopes: before
+// the engine, so it names the scopes even where a hardline rule would also
+// block.
+func scopeDenial(action *ProposedAction, missing []string) PolicyDecision {
+	return PolicyDecision{
+		Decision:    DecisionDeny,
+		ReasonCode:  ReasonScopeMissing,
+		Layer:       LayerScope,
+		Explanation: "the run's principal lacks required scopes: " + strings.Join(missing, ", "),
+		SideEffect:  action.SideEffect,
+		Risk:        action.Risk,
 	}
-
-	out.Decision = EvaluateDeterministic(action, p, run, rs)
-	if out.Decision.Decision == DecisionAllowWithModifications {
-		effective, effectiveHash, err := NormalizeArguments(out.Decision.ModifiedArguments)
-		if err != nil {
-			out.Decision = unclassifiable(&action, version, explainUnrepresentable)
-			return out
-		}
-		out.EffectiveArguments = out.Decision.ModifiedArguments
-		out.EffectiveNormalized, out.EffectiveArgumentsHash = effective, effectiveHash
-	}
-	return out
 }
 
 // classify gives the action the catalog entry's classification: version,
