@@ -15,12 +15,17 @@ import (
 	"gatehouse/internal/pgdb"
 )
 
-const invocationColumns = `id::text, run_id::text, tenant_id, action_id::text, kind, tool_name, tool_version,
+// invocationListColumns are what a listing shows (api.Invocation); a row
+// read for a flow adds the arguments and the classified action it decodes.
+const (
+	invocationListColumns = `id::text, run_id::text, tenant_id, action_id::text, kind, tool_name, tool_version,
        summary, step_number, status, side_effect, risk, idempotency_class, origin_trust,
        normalized_arguments_hash, COALESCE(effective_arguments_hash, ''), decision, policy_version,
-       COALESCE(approval_id::text, ''), created_at, updated_at,
+       COALESCE(approval_id::text, ''), created_at, updated_at`
+	invocationColumns = invocationListColumns + `,
        arguments, effective_arguments, action, reason_code,
        COALESCE(authorized_worker_id, ''), COALESCE(authorized_fencing_token, 0)`
+)
 
 // invocationInsert records a proposal with its classification and decision.
 // Its status is PROPOSED, WAITING_FOR_APPROVAL or DENIED: never AUTHORIZED,
@@ -41,7 +46,7 @@ const invocationGetByAction = `SELECT ` + invocationColumns + `
 const invocationGet = `SELECT ` + invocationColumns + `
   FROM actions WHERE id = $1 AND run_id = $2 AND tenant_id = $3`
 
-const invocationListForRun = `SELECT ` + invocationColumns + `
+const invocationListForRun = `SELECT ` + invocationListColumns + `
   FROM actions WHERE run_id = $1 ORDER BY created_at, id`
 
 // invocationAuthorize is the single gate's only write: the one statement in
@@ -102,15 +107,20 @@ func (r invocationRow) authorizedTo(l api.Lease) bool {
 	return false
 }
 
+// listFields are the scan targets of invocationListColumns.
+func listFields(r *api.Invocation) []any {
+	return []any{&r.ID, &r.RunID, &r.TenantID, &r.ActionID, &r.Kind, &r.ToolName, &r.ToolVersion,
+		&r.Summary, &r.StepNumber, &r.Status, &r.SideEffect, &r.Risk, &r.Idempotency, &r.OriginTrust,
+		&r.NormalizedArgumentsHash, &r.EffectiveArgumentsHash, &r.Decision, &r.PolicyVersion,
+		&r.ApprovalID, &r.CreatedAt, &r.UpdatedAt}
+}
+
 func scanInvocation(row pgx.Row) (invocationRow, error) {
 	var r invocationRow
 	var action []byte
-	err := row.Scan(&r.ID, &r.RunID, &r.TenantID, &r.ActionID, &r.Kind, &r.ToolName, &r.ToolVersion,
-		&r.Summary, &r.StepNumber, &r.Status, &r.SideEffect, &r.Risk, &r.Idempotency, &r.OriginTrust,
-		&r.NormalizedArgumentsHash, &r.EffectiveArgumentsHash, &r.Decision, &r.PolicyVersion,
-		&r.ApprovalID, &r.CreatedAt, &r.UpdatedAt,
+	err := row.Scan(append(listFields(&r.Invocation),
 		&r.Arguments, &r.EffectiveArguments, &action, &r.ReasonCode,
-		&r.AuthorizedBy.WorkerID, &r.AuthorizedBy.FencingToken)
+		&r.AuthorizedBy.WorkerID, &r.AuthorizedBy.FencingToken)...)
 	if err != nil {
 		return r, err
 	}
@@ -258,8 +268,8 @@ func (s *Service) ListInvocations(ctx context.Context, p engine.Principal, runID
 		return nil, fmt.Errorf("service: list invocations: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (api.Invocation, error) {
-		inv, err := scanInvocation(r)
-		return inv.Invocation, err
+		var inv api.Invocation
+		return inv, r.Scan(listFields(&inv)...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("service: list invocations: %w", err)
