@@ -63,8 +63,8 @@ e2e: ## end-to-end tests: the real binary, PostgreSQL, headless Chromium
 
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)
-	@for t in $$(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' engine rules auth handlers service | sed 's/func //'); do \
-		pkg=$$(grep -rlE "^func $$t\b" --include='*_test.go' engine rules auth handlers service | xargs dirname); \
+	@for t in $$(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' engine rules auth handlers service web api client | sed 's/func //'); do \
+		pkg=$$(grep -rlE "^func $$t\b" --include='*_test.go' engine rules auth handlers service web api client | xargs dirname); \
 		echo "fuzz $$pkg $$t"; go test ./$$pkg -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-10s} -fuzzminimizetime 1s; \
 	done
 

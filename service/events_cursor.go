@@ -50,7 +50,9 @@ func decodeEventCursor(s string) (eventPos, error) {
 		return eventPos{}, &InvalidError{Msg: `"after" is not an event cursor: pass 0 or a watermark this server returned`}
 	}
 	p := eventPos{tx: int64(binary.BigEndian.Uint64(b[:8])), id: int64(binary.BigEndian.Uint64(b[8:]))}
-	if p.tx < 0 || p.id < 0 {
+	// Canonical only: the decoder skips line breaks, and two spellings of
+	// one cursor are one too many.
+	if p.tx < 0 || p.id < 0 || p.String() != s {
 		return eventPos{}, &InvalidError{Msg: `"after" is not an event cursor: pass 0 or a watermark this server returned`}
 	}
 	return p, nil
