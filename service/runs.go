@@ -192,11 +192,11 @@ func lockRunForProposal(ctx context.Context, tx pgx.Tx, tenantID, runID, actionI
 		return Run{}, invocationRow{}, false, ErrNotFound
 	}
 	var (
-		r          Run
-		inv        invocationRow
-		found      bool
-		runErr     error
-		lookupErr  error
+		r         Run
+		inv       invocationRow
+		found     bool
+		runErr    error
+		lookupErr error
 	)
 	b := &pgx.Batch{}
 	b.Queue(runLock, runID, tenantID).QueryRow(func(row pgx.Row) error {
