@@ -257,21 +257,29 @@ func (s *Service) authorize(ctx context.Context, tx pgx.Tx, b *pgx.Batch, inv in
 // third identical one.
 func (s *Service) deny(ctx context.Context, tx pgx.Tx, after *afterCommit, run Run, inv newInvocation) (ProposeResult, error) {
 	inv.status = InvocationDenied
-	row, err := insertInvocation(ctx, tx, inv)
-	if err != nil {
-		return ProposeResult{}, err
-	}
+	row := inv.row()
 	reason := inv.out.Decision.ReasonCode
 	d := engine.Denial(inv.req.Name, reason, inv.out.MissingScopes)
 	res := ProposeResult{Decision: engine.DecisionDeny, InvocationID: row.ID, RunStatus: run.Status, Result: &d}
-	if err := insertEvent(ctx, tx, run.TenantID, run.ID, EventActionDenied, inv.now, map[string]any{
+	// The insert, its event and the breaker's count (which sees the
+	// insert) in one round trip.
+	b := &pgx.Batch{}
+	if err := queueInsertInvocation(b, inv, nil); err != nil {
+		return res, err
+	}
+	if err := queueEvent(b, run.TenantID, run.ID, EventActionDenied, inv.now, map[string]any{
 		"invocation_id": row.ID, "tool_name": row.ToolName, "reason_code": reason,
 		"policy_version": row.PolicyVersion,
 	}); err != nil {
 		return res, err
 	}
+	var denials int
+	queueCountDenials(b, row, reason, &denials)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return res, err
+	}
 	after.add(func() { s.metrics.Denied(reason) })
-	failed, tripped, err := s.countDenial(ctx, tx, after, row, reason, inv.now)
+	failed, tripped, err := s.tripBreaker(ctx, tx, after, row, reason, denials, inv.now)
 	if tripped {
 		res.RunStatus = failed.Status
 	}

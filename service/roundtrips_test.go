@@ -78,7 +78,7 @@ func tracedService(t *testing.T, b *bundle) (*Service, *roundTrips) {
 }
 
 // TestHotPathRoundTrips pins how many round trips (and statements) an
-// allowed proposal, a parking proposal and a resolution cost, BEGIN and
+// allowed, a parking and a denied proposal and a resolution cost, BEGIN and
 // COMMIT included, so a change that adds one fails here rather than only
 // showing in a benchmark.
 func TestHotPathRoundTrips(t *testing.T) {
@@ -109,8 +109,16 @@ func TestHotPathRoundTrips(t *testing.T) {
 	resolve(park(b.started()), engine.ResolutionApproveOnce)
 	resolve(park(b.started()), engine.ResolutionDeny)
 
-	// Before batching: 7, 11, 11 and 13 round trips, one statement each.
-	c1, c2 := b.started(), b.started()
+	deny := func(c claimed) {
+		res, err := svc.Propose(b.ctx, b.owner, c.run.ID, c.lease, action("secrets.read", map[string]any{"name": "x"}))
+		if err != nil || res.Decision != engine.DecisionDeny {
+			t.Fatalf("deny: %v %v", res.Decision, err)
+		}
+	}
+	deny(b.started())
+
+	// Before batching: 7, 11, 7, 11 and 13 round trips, one statement each.
+	c1, c2, c3 := b.started(), b.started(), b.started()
 	approveID, denyID := park(b.started()), park(b.started())
 	for _, tc := range []struct {
 		name              string
@@ -119,6 +127,7 @@ func TestHotPathRoundTrips(t *testing.T) {
 	}{
 		{"allowed proposal", 4, 7, func() { allow(c1) }},
 		{"parking proposal", 4, 11, func() { park(c2) }},
+		{"denied proposal", 4, 7, func() { deny(c3) }},
 		{"approving resolution", 5, 10, func() { resolve(approveID, engine.ResolutionApproveOnce) }},
 		{"denying resolution", 5, 12, func() { resolve(denyID, engine.ResolutionDeny) }},
 	} {

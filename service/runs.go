@@ -198,6 +198,9 @@ func lockRunForProposal(ctx context.Context, tx pgx.Tx, tenantID, runID, actionI
 		runErr    error
 		lookupErr error
 	)
+	// The callbacks keep their errors rather than return them: pgx drops
+	// a connection's cached statements of a whole batch a callback fails,
+	// and an unknown run is an answer here, not a failure of the batch.
 	b := &pgx.Batch{}
 	b.Queue(runLock, runID, tenantID).QueryRow(func(row pgx.Row) error {
 		r, runErr = runFrom(row)
