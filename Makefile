@@ -72,10 +72,13 @@ fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 test: verify lint unit e2e ## everything CI runs: generated files, lint, unit/service tests, e2e
 
 .PHONY: bench
-bench: $(BENCHSTAT) ## benchmarks (engine, service, console) into .artifacts/bench.txt
+bench: $(BENCHSTAT) ## benchmarks (engine, service, console) into .artifacts/bench.txt, and allowed proposals over HTTP beside their SQL floor
 	mkdir -p $(ARTIFACTS)
 	DATABASE_URL="$$(scripts/pg.sh test)" go test -run '^$$' -bench . -benchmem -count 6 ./engine/... ./rules/... ./service/... ./handlers/... | tee $(ARTIFACTS)/bench.txt
 	$(BENCHSTAT) $(ARTIFACTS)/bench.txt
+	$(BENCHSTAT) -filter '.name:ProposeAllowSides' -col /side $(ARTIFACTS)/bench.txt
+	@awk '/^BenchmarkProposeAllowSides\/side=/ { side = $$1; sub(/.*side=/, "", side); sub(/-[0-9]+$$/, "", side); ns[side] += $$3; n[side]++ } \
+		END { if (n["http"] && n["floor"]) printf "allowed proposals over HTTP: %.2f of the throughput of their SQL floor (mean ns/op, floor / http)\n", (ns["floor"] / n["floor"]) / (ns["http"] / n["http"]) }' $(ARTIFACTS)/bench.txt
 
 .PHONY: bench-opa
 bench-opa: ## Gatehouse's evaluator against OPA (Rego) on the same corpus, in one run

@@ -135,22 +135,27 @@ func collectApprovals(rows pgx.Rows) ([]approvalRow, error) {
 // approvalRepo is the approval repository over one DBTX.
 type approvalRepo struct{ db DBTX }
 
-func (r approvalRepo) create(ctx context.Context, a approvalRow) (approvalRow, error) {
+// queueCreateApproval is the repository's create, queued on b: the stored
+// row is scanned into out when the batch is read.
+func queueCreateApproval(b *pgx.Batch, a approvalRow, out *approvalRow) {
 	var inv any
 	if a.ToolInvocationID != "" {
 		inv = a.ToolInvocationID
 	}
-	out, err := scanApproval(r.db.QueryRow(ctx, approvalInsert, a.ID, a.TenantID, a.PrincipalID, a.SessionID,
+	b.Queue(approvalInsert, a.ID, a.TenantID, a.PrincipalID, a.SessionID,
 		a.RunID, string(a.ActionKind), a.ActionID, inv, a.ExpiresAt, a.CreatedAt, a.ActionSummary,
 		a.ToolName, string(a.SideEffect), string(a.Risk), a.Risk.Rank(), a.Arguments, a.ArgumentDigests,
-		a.PolicyReason, a.PolicyVersion, a.NormalizedArgumentsHash, a.RequestedScopes, a.AgentVersion))
-	if isUniqueViolation(err) {
-		return approvalRow{}, fmt.Errorf("create approval: action_id already used: %w", ErrConflict)
-	}
-	if err != nil {
-		return approvalRow{}, fmt.Errorf("create approval: %w", err)
-	}
-	return out, nil
+		a.PolicyReason, a.PolicyVersion, a.NormalizedArgumentsHash, a.RequestedScopes, a.AgentVersion).QueryRow(func(row pgx.Row) error {
+		stored, err := scanApproval(row)
+		if isUniqueViolation(err) {
+			return fmt.Errorf("create approval: action_id already used: %w", ErrConflict)
+		}
+		if err != nil {
+			return fmt.Errorf("create approval: %w", err)
+		}
+		*out = stored
+		return nil
+	})
 }
 
 // get reads an approval of a tenant; another tenant's is ErrNotFound.
@@ -172,32 +177,52 @@ func (r approvalRepo) get(ctx context.Context, tenantID, id string) (approvalRow
 // the caller expires it (ExpireDue's path) and reports a conflict.
 const resolveDue ResolveResult = "due"
 
-// resolve applies a resolution under the pending guard. Outcomes: applied
-// (this call changed the row); same (already resolved the same way, the
-// stored row with its original resolver and time); conflict (resolved
+// approvalResolution is what resolving an approval came to: applied (this
+// call changed the row); same (already resolved the same way, the stored
+// row with its original resolver and time); conflict (resolved
 // differently, expired or cancelled first, the stored row); resolveDue
-// (still pending but past expires_at, the stored row); ErrNotFound (no such
-// approval in the tenant).
-func (r approvalRepo) resolve(ctx context.Context, tenantID, id, resolver string, res engine.ApprovalResolutionType, reason string, now time.Time) (ResolveResult, approvalRow, error) {
-	a, err := scanApproval(r.db.QueryRow(ctx, approvalResolveIfPending, id, tenantID,
-		string(res.Status()), string(res), now, resolver, reason))
-	if err == nil {
-		return ResolveApplied, a, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return "", approvalRow{}, fmt.Errorf("resolve approval: %w", err)
-	}
-	stored, err := r.get(ctx, tenantID, id)
-	if err != nil {
-		return "", approvalRow{}, err
-	}
-	switch {
-	case stored.Status == engine.ApprovalPending:
-		return resolveDue, stored, nil
-	case stored.Resolution == res:
-		return ResolveSame, stored, nil
-	}
-	return ResolveConflict, stored, nil
+// (still pending but past expires_at, the stored row).
+type approvalResolution struct {
+	result ResolveResult
+	row    approvalRow
+}
+
+// queueResolve queues a resolution under the pending guard on b, with the
+// re-read a refused update answers from after it, in the same round trip;
+// the outcome is in out once the batch is read. No such approval in the
+// tenant is ErrNotFound.
+func queueResolve(b *pgx.Batch, tenantID, id, resolver string, res engine.ApprovalResolutionType, reason string, now time.Time, out *approvalResolution) {
+	b.Queue(approvalResolveIfPending, id, tenantID, string(res.Status()), string(res), now, resolver, reason).QueryRow(func(row pgx.Row) error {
+		a, err := scanApproval(row)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("resolve approval: %w", err)
+		}
+		*out = approvalResolution{result: ResolveApplied, row: a}
+		return nil
+	})
+	b.Queue(approvalGet, id, tenantID).QueryRow(func(row pgx.Row) error {
+		stored, err := scanApproval(row)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return ErrNotFound
+		case err != nil:
+			return fmt.Errorf("get approval: %w", err)
+		case out.result == ResolveApplied:
+			return nil
+		}
+		switch {
+		case stored.Status == engine.ApprovalPending:
+			*out = approvalResolution{result: resolveDue, row: stored}
+		case stored.Resolution == res:
+			*out = approvalResolution{result: ResolveSame, row: stored}
+		default:
+			*out = approvalResolution{result: ResolveConflict, row: stored}
+		}
+		return nil
+	})
 }
 
 // claimDue locks up to limit due pending approvals and returns their ids.

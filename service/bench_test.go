@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"gatehouse/api"
 	"gatehouse/engine"
@@ -107,8 +108,9 @@ func BenchmarkResolveBareUpdate(b *testing.B) {
 }
 
 // BenchmarkResolveBareTx issues the statements ResolveApproval issues, in
-// one pgx transaction with no service code around them: the approval read,
-// the run lock, the guarded update (a loser re-reads once), the checkpoint,
+// its round trips, in one pgx transaction with no service code around
+// them: the run locked through the approval; the guarded update, the
+// approval's re-read and its invocation; then the checkpoint,
 // approval.resolved, the re-queue with run.queued, and NOTIFY. Against it,
 // ResolveContended shows what the service's own code costs; against
 // ResolveBareUpdate, what the database work of a resolution costs.
@@ -122,41 +124,32 @@ func BenchmarkResolveBareTx(b *testing.B) {
 }
 
 func bareResolve(ctx context.Context, tx pgx.Tx, bb *bundle, id string, payload []byte) error {
-	var runID, actionID string
-	if err := tx.QueryRow(ctx, `SELECT run_id::text, action_id::text FROM approvals WHERE id = $1 AND tenant_id = $2`, id, bb.tenant).Scan(&runID, &actionID); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, runLock, runID, bb.tenant); err != nil {
+	var runID string
+	if err := tx.QueryRow(ctx, `SELECT id::text FROM runs
+ WHERE id = (SELECT run_id FROM approvals WHERE id = $1 AND tenant_id = $2) AND tenant_id = $2 FOR UPDATE`, id, bb.tenant).Scan(&runID); err != nil {
 		return err
 	}
 	now := bb.clock.Now()
-	tag, err := tx.Exec(ctx, approvalResolveIfPending, id, bb.tenant, "approved", "approve_once", now, bb.human.ID, "")
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		_, err := tx.Exec(ctx, approvalGet, id, bb.tenant)
-		return err
-	}
+	var applied bool
 	var invID string
-	if err := tx.QueryRow(ctx, `SELECT id::text FROM actions WHERE run_id = $1 AND action_id = $2`, runID, actionID).Scan(&invID); err != nil {
+	resolve := &pgx.Batch{}
+	resolve.Queue(approvalResolveIfPending, id, bb.tenant, "approved", "approve_once", now, bb.human.ID, "").Exec(func(tag pgconn.CommandTag) error {
+		applied = tag.RowsAffected() == 1
+		return nil
+	})
+	resolve.Queue(approvalGet, id, bb.tenant)
+	resolve.Queue(`SELECT id::text FROM actions WHERE (run_id, action_id) = (SELECT run_id, action_id FROM approvals WHERE id = $1)`, id).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&invID)
+	})
+	if err := tx.SendBatch(ctx, resolve).Close(); err != nil || !applied {
 		return err
 	}
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
-		{runCheckpointSettle, []any{runID, id, invID, now}},
-		{eventInsert, []any{bb.tenant, runID, api.EventApprovalResolved, payload, now}},
-		{runRequeueIfSettled, []any{runID, now}},
-		{eventInsert, []any{bb.tenant, runID, api.EventRunQueued, []byte(`{}`), now}},
-		{eventNotify, []any{notifyChannel, bb.tenant}},
-	} {
-		if _, err := tx.Exec(ctx, q.sql, q.args...); err != nil {
-			return err
-		}
-	}
-	return nil
+	settle := &pgx.Batch{}
+	settle.Queue(runCheckpointSettle, runID, id, invID, now)
+	settle.Queue(eventInsert, bb.tenant, runID, api.EventApprovalResolved, payload, now)
+	settle.Queue(runRequeueIfSettled, runID, now, api.EventRunQueued, []byte(`{}`))
+	settle.Queue(eventNotify, notifyChannel, bb.tenant)
+	return tx.SendBatch(ctx, settle).Close()
 }
 
 // BenchmarkLongPollWake: the time from a park's commit (Propose returning)

@@ -57,9 +57,9 @@ SELECT id, tenant_id, COALESCE(run_id::text, ''), type, payload, created_at, tx_
 // run.
 func insertEvent(ctx context.Context, db DBTX, tenantID, runID string, now time.Time, payload api.EventPayload) error {
 	typ := payload.EventType()
-	b, err := json.Marshal(payload)
+	b, err := eventPayload(payload)
 	if err != nil {
-		return fmt.Errorf("event %s: encode payload: %w", typ, err)
+		return err
 	}
 	if _, err := db.Exec(ctx, eventInsert, tenantID, nullUUID(runID), typ, b, now); err != nil {
 		return fmt.Errorf("event %s: %w", typ, err)
@@ -67,11 +67,35 @@ func insertEvent(ctx context.Context, db DBTX, tenantID, runID string, now time.
 	return nil
 }
 
+// queueEvent is insertEvent queued on a batch, sent in its caller's round
+// trip.
+func queueEvent(b *pgx.Batch, tenantID, runID string, now time.Time, payload api.EventPayload) error {
+	p, err := eventPayload(payload)
+	if err != nil {
+		return err
+	}
+	b.Queue(eventInsert, tenantID, nullUUID(runID), payload.EventType(), p, now)
+	return nil
+}
+
+func eventPayload(payload api.EventPayload) ([]byte, error) {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("event %s: encode payload: %w", payload.EventType(), err)
+	}
+	return b, nil
+}
+
 func notify(ctx context.Context, db DBTX, tenantID string) error {
 	if _, err := db.Exec(ctx, eventNotify, notifyChannel, tenantID); err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
 	return nil
+}
+
+// queueNotify is notify queued on a batch.
+func queueNotify(b *pgx.Batch, tenantID string) {
+	b.Queue(eventNotify, notifyChannel, tenantID)
 }
 
 const (

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"gatehouse/api"
 	"gatehouse/engine"
@@ -65,20 +66,21 @@ func (s *Service) proposeRequest(ctx context.Context, p engine.Principal, runID 
 	now := s.now()
 	var res api.ProposeResult
 	err := s.withTx(ctx, func(tx pgx.Tx, after *afterCommit) error {
-		run, err := lockRunForWorker(ctx, tx, p.TenantID, runID, lease, now)
+		run, stored, found, err := lockRunForProposal(ctx, tx, p.TenantID, runID, req.ActionID, lease, now)
 		if errors.Is(err, ErrStaleLease) && retriedAfterPark(run, lease) {
 			// The worker's proposal parked the run and released its
 			// lease; answer its retry from the record.
-			res, err = s.storedProposal(ctx, tx, run, lease, req)
-			if errors.Is(err, ErrNotFound) {
+			if !found {
 				return ErrStaleLease
 			}
+			res, err = storedProposal(run, lease, req, stored)
 			return err
 		}
 		if err != nil {
 			return err
 		}
-		if res, err = s.storedProposal(ctx, tx, run, lease, req); !errors.Is(err, ErrNotFound) {
+		if found {
+			res, err = storedProposal(run, lease, req, stored)
 			return err
 		}
 		res, err = s.propose(ctx, tx, after, run, lease, req, unreadable, now)
@@ -99,21 +101,14 @@ func retriedAfterPark(run api.Run, lease api.Lease) bool {
 	return run.Status == api.RunWaitingForApproval && run.WorkerID == lease.WorkerID && run.FencingToken == lease.FencingToken
 }
 
-// storedProposal answers a repeated action_id from the record; ErrNotFound
-// when the action is new, ErrConflict when its arguments differ. A stored
+// storedProposal answers a repeated action_id from its record inv;
+// ErrConflict when its arguments differ. A stored
 // allow is repeated only to the lease it authorized while the invocation is
 // still AUTHORIZED (an idempotent replay): once a result is recorded, or to
 // another lease (a reclaimed run replaying its steps), repeating "allow"
 // would authorize a second execution, so the answer is ErrConflict and the
 // runtime applies crash recovery to the invocation it already holds.
-func (s *Service) storedProposal(ctx context.Context, tx pgx.Tx, run api.Run, lease api.Lease, req engine.ActionRequest) (api.ProposeResult, error) {
-	inv, found, err := getInvocationByAction(ctx, tx, run.ID, req.ActionID)
-	if err != nil {
-		return api.ProposeResult{}, err
-	}
-	if !found {
-		return api.ProposeResult{}, ErrNotFound
-	}
+func storedProposal(run api.Run, lease api.Lease, req engine.ActionRequest, inv invocationRow) (api.ProposeResult, error) {
 	if argumentsHash(req.Arguments) != inv.NormalizedArgumentsHash || req.Name != inv.ToolName {
 		return api.ProposeResult{}, fmt.Errorf("action_id reused with different arguments: %w", ErrConflict)
 	}
@@ -188,12 +183,14 @@ func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, ru
 	}
 	switch out.Decision.Decision {
 	case engine.DecisionAllow, engine.DecisionAllowWithModifications:
+		// The insert goes in authorize's round trip; the row it will
+		// authorize is the one being inserted.
 		inv.status = api.InvocationProposed
-		row, err := insertInvocation(ctx, tx, inv)
-		if err != nil {
+		b := &pgx.Batch{}
+		if err := queueInsertInvocation(b, inv, nil); err != nil {
 			return res, err
 		}
-		if _, err := s.authorize(ctx, tx, row, lease, now); err != nil {
+		if _, err := s.authorize(ctx, tx, b, inv.row(), lease, now); err != nil {
 			return res, err
 		}
 		res.EffectiveArguments = out.EffectiveArguments
@@ -220,42 +217,70 @@ func unclassifiable(req engine.ActionRequest, explanation string) engine.GateOut
 // worker's lease is recorded with it. Outcomes:
 // authorized now (the authorized row); ErrConflict when the invocation was in no state an
 // authorization may leave (already authorized, denied, cancelled).
-func (s *Service) authorize(ctx context.Context, tx pgx.Tx, inv invocationRow, lease api.Lease, now time.Time) (invocationRow, error) {
-	row, err := scanInvocation(tx.QueryRow(ctx, invocationAuthorize, inv.ID, now, lease.WorkerID, lease.FencingToken))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return invocationRow{}, fmt.Errorf("authorize %s: %w", inv.Status, ErrConflict)
+//
+// The update and action.authorized go to the database in one round trip,
+// after whatever the caller queued on b (nil for nothing): the allow path
+// queues the invocation's insert there. The event is queued before the
+// update's outcome is known; an update the guard refused is ErrConflict,
+// which rolls the transaction, event included, back.
+func (s *Service) authorize(ctx context.Context, tx pgx.Tx, b *pgx.Batch, inv invocationRow, lease api.Lease, now time.Time) (invocationRow, error) {
+	if b == nil {
+		b = &pgx.Batch{}
 	}
-	if err != nil {
-		return invocationRow{}, fmt.Errorf("authorize: %w", err)
+	var row invocationRow
+	b.Queue(invocationAuthorize, inv.ID, now, lease.WorkerID, lease.FencingToken).QueryRow(func(r pgx.Row) error {
+		var err error
+		row, err = scanInvocation(r)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("authorize %s: %w", inv.Status, ErrConflict)
+		}
+		if err != nil {
+			return fmt.Errorf("authorize: %w", err)
+		}
+		return nil
+	})
+	if err := queueEvent(b, inv.TenantID, inv.RunID, now, api.ActionAuthorizedPayload{
+		InvocationID: inv.ID, ToolName: inv.ToolName, Decision: inv.Decision.Decision,
+		PolicyVersion: inv.PolicyVersion, ApprovalID: inv.ApprovalID,
+	}); err != nil {
+		return invocationRow{}, err
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return invocationRow{}, err
 	}
 	if s.onAuthorize != nil {
 		s.onAuthorize(row.ID)
 	}
-	return row, insertEvent(ctx, tx, row.TenantID, row.RunID, now, api.ActionAuthorizedPayload{
-		InvocationID: row.ID, ToolName: row.ToolName, Decision: row.Decision.Decision,
-		PolicyVersion: row.PolicyVersion, ApprovalID: row.ApprovalID,
-	})
+	return row, nil
 }
 
 // deny records a denied proposal and trips the circuit breaker on the
 // third identical one.
 func (s *Service) deny(ctx context.Context, tx pgx.Tx, after *afterCommit, run api.Run, inv newInvocation) (api.ProposeResult, error) {
 	inv.status = api.InvocationDenied
-	row, err := insertInvocation(ctx, tx, inv)
-	if err != nil {
-		return api.ProposeResult{}, err
-	}
+	row := inv.row()
 	reason := inv.out.Decision.ReasonCode
 	d := engine.Denial(inv.req.Name, reason, inv.out.MissingScopes)
 	res := api.ProposeResult{Decision: engine.DecisionDeny, InvocationID: row.ID, RunStatus: run.Status, Result: &d}
-	if err := insertEvent(ctx, tx, run.TenantID, run.ID, inv.now, api.ActionDeniedPayload{
+	// The insert, its event and the breaker's count (which sees the
+	// insert) in one round trip.
+	b := &pgx.Batch{}
+	if err := queueInsertInvocation(b, inv, nil); err != nil {
+		return res, err
+	}
+	if err := queueEvent(b, run.TenantID, run.ID, inv.now, api.ActionDeniedPayload{
 		InvocationID: row.ID, ToolName: row.ToolName, ReasonCode: reason,
 		PolicyVersion: row.PolicyVersion,
 	}); err != nil {
 		return res, err
 	}
+	var denials int
+	queueCountDenials(b, row, reason, &denials)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return res, err
+	}
 	after.add(func() { s.metrics.Denied(reason) })
-	failed, tripped, err := s.countDenial(ctx, tx, after, row, reason, inv.now)
+	failed, tripped, err := s.tripBreaker(ctx, tx, after, row, reason, denials, inv.now)
 	if tripped {
 		res.RunStatus = failed.Status
 	}
@@ -271,9 +296,28 @@ func (s *Service) deny(ctx context.Context, tx pgx.Tx, after *afterCommit, run a
 // fail from. tripped reports whether this denial failed the run.
 func (s *Service) countDenial(ctx context.Context, tx pgx.Tx, after *afterCommit, inv invocationRow, reason string, now time.Time) (api.Run, bool, error) {
 	var n int
-	if err := tx.QueryRow(ctx, invocationCountDenials, inv.RunID, inv.ToolName, inv.NormalizedArgumentsHash, reason).Scan(&n); err != nil {
-		return api.Run{}, false, fmt.Errorf("count denials: %w", err)
+	b := &pgx.Batch{}
+	queueCountDenials(b, inv, reason, &n)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return api.Run{}, false, err
 	}
+	return s.tripBreaker(ctx, tx, after, inv, reason, n, now)
+}
+
+// queueCountDenials is countDenial's count queued on b, into n, for a
+// caller that sends it with other statements and then calls tripBreaker.
+func queueCountDenials(b *pgx.Batch, inv invocationRow, reason string, n *int) {
+	b.Queue(invocationCountDenials, inv.RunID, inv.ToolName, inv.NormalizedArgumentsHash, reason).QueryRow(func(row pgx.Row) error {
+		if err := row.Scan(n); err != nil {
+			return fmt.Errorf("count denials: %w", err)
+		}
+		return nil
+	})
+}
+
+// tripBreaker fails inv's run when n identical denials, this one
+// included, reach the threshold.
+func (s *Service) tripBreaker(ctx context.Context, tx pgx.Tx, after *afterCommit, inv invocationRow, reason string, n int, now time.Time) (api.Run, bool, error) {
 	if n < circuitBreakerThreshold {
 		return api.Run{}, false, nil
 	}
@@ -306,18 +350,22 @@ const (
 // approval.requested event and NOTIFY. A failure at any step rolls back to
 // a RUNNING run with its lease and no approval, which its lease expiry makes
 // reclaimable; after commit the run is correctly parked.
+//
+// The seven statements go to the database in one round trip, in that
+// order; their results are read in order too, so each step is checked (and
+// s.step observes it) before the next one's outcome is looked at, and the
+// first failure rolls the whole batch back with the transaction.
 func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run api.Run, inv newInvocation, rs *engine.LoadedRuleset) (api.ProposeResult, error) {
 	now := inv.now
 	a := inv.out.Action
 	approvalID := newID()
 	inv.status, inv.approvalID = api.InvocationWaitingForApproval, approvalID
-	row, err := insertInvocation(ctx, tx, inv)
-	if err != nil {
+	row := inv.row()
+	b := &pgx.Batch{}
+	if err := queueInsertInvocation(b, inv, nil); err != nil {
 		return api.ProposeResult{}, err
 	}
-	if err := s.step(stepInvocation); err != nil {
-		return api.ProposeResult{}, err
-	}
+	s.queueStep(b, stepInvocation)
 
 	current := s.currentPrincipal(run.TenantID, run.PrincipalID, run.PrincipalScopes)
 	view, digests := engine.RedactedView(a.Arguments)
@@ -335,65 +383,49 @@ func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run a
 	if inv.req.Kind == "" || inv.req.Kind.HasToolInvocation() {
 		toolInvocationID = row.ID
 	}
-	approval, err := approvalRepo{tx}.create(ctx, approvalRow{
+	// As stored: timestamptz keeps microseconds, and the event below is
+	// written before the database returns the row.
+	expires := engine.ApprovalExpiry(a.Risk, now, run.Deadline, rs.Profile().Expiry).Truncate(time.Microsecond)
+	var approval approvalRow
+	queueCreateApproval(b, approvalRow{
 		Approval: api.Approval{
 			ID: approvalID, TenantID: run.TenantID, PrincipalID: run.PrincipalID, RunID: run.ID,
 			SessionID: run.SessionID, ActionKind: row.Kind, ActionID: row.ActionID,
 			ToolInvocationID: toolInvocationID, ActionSummary: row.Summary, ToolName: row.ToolName,
 			SideEffect: a.SideEffect, Arguments: view, ArgumentDigests: digests, Risk: a.Risk,
 			PolicyReason: inv.out.Decision.ReasonCode, PolicyVersion: inv.out.Decision.PolicyVersion,
-			ExpiresAt: engine.ApprovalExpiry(a.Risk, now, run.Deadline, rs.Profile().Expiry),
-			CreatedAt: now,
+			ExpiresAt: expires, CreatedAt: now,
 		},
 		NormalizedArgumentsHash: row.NormalizedArgumentsHash,
 		RequestedScopes:         scopes,
 		AgentVersion:            run.AgentVersion,
+	}, &approval)
+	s.queueStep(b, stepApproval)
+
+	b.Queue(runCheckpointPark, run.ID, approvalID, row.StepNumber, now)
+	s.queueStep(b, stepCheckpoint)
+
+	b.Queue(runPark, run.ID, run.FencingToken, now).Exec(func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("park: run left RUNNING: %w", ErrConflict)
+		}
+		return nil
 	})
-	if err != nil {
-		return api.ProposeResult{}, err
-	}
-	if err := s.step(stepApproval); err != nil {
-		return api.ProposeResult{}, err
-	}
+	s.queueStep(b, stepWaiting)
 
-	if _, err := execRun(ctx, tx, "checkpoint", runCheckpointPark, run.ID, approval.ID, row.StepNumber, now); err != nil {
-		return api.ProposeResult{}, err
-	}
-	if err := s.step(stepCheckpoint); err != nil {
-		return api.ProposeResult{}, err
-	}
+	b.Queue(runReleaseLease, run.ID, now)
+	s.queueStep(b, stepReleaseLease)
 
-	n, err := execRun(ctx, tx, "park", runPark, run.ID, run.FencingToken, now)
-	if err != nil {
-		return api.ProposeResult{}, err
-	}
-	if n == 0 {
-		return api.ProposeResult{}, fmt.Errorf("park: run left RUNNING: %w", ErrConflict)
-	}
-	if err := s.step(stepWaiting); err != nil {
-		return api.ProposeResult{}, err
-	}
-
-	if _, err := execRun(ctx, tx, "release lease", runReleaseLease, run.ID, now); err != nil {
-		return api.ProposeResult{}, err
-	}
-	if err := s.step(stepReleaseLease); err != nil {
-		return api.ProposeResult{}, err
-	}
-
-	if err := insertEvent(ctx, tx, run.TenantID, run.ID, now, api.ApprovalRequestedPayload{
-		ApprovalID: approval.ID, InvocationID: row.ID, ToolName: row.ToolName,
-		Risk: approval.Risk, SideEffect: approval.SideEffect, ExpiresAt: approval.ExpiresAt,
+	if err := queueEvent(b, run.TenantID, run.ID, now, api.ApprovalRequestedPayload{
+		ApprovalID: approvalID, InvocationID: row.ID, ToolName: row.ToolName,
+		Risk: a.Risk, SideEffect: a.SideEffect, ExpiresAt: expires,
 	}); err != nil {
 		return api.ProposeResult{}, err
 	}
-	if err := s.step(stepEvent); err != nil {
-		return api.ProposeResult{}, err
-	}
-	if err := notify(ctx, tx, run.TenantID); err != nil {
-		return api.ProposeResult{}, err
-	}
-	if err := s.step(stepNotify); err != nil {
+	s.queueStep(b, stepEvent)
+	queueNotify(b, run.TenantID)
+	s.queueStep(b, stepNotify)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return api.ProposeResult{}, err
 	}
 	after.add(func() { s.metrics.ApprovalRequested(approval.SideEffect, approval.Risk) })
@@ -408,6 +440,27 @@ func (s *Service) step(n int) error {
 		return nil
 	}
 	return s.failAfterStep(n)
+}
+
+// queueStep runs s.step(n) when b's results are read up to the statement
+// last queued, once that statement has succeeded: the step hooks observe a
+// batched park exactly as they observed its statements one by one.
+func (s *Service) queueStep(b *pgx.Batch, n int) {
+	if s.failAfterStep == nil {
+		return
+	}
+	qq := b.QueuedQueries[len(b.QueuedQueries)-1]
+	read := qq.Fn
+	qq.Fn = func(br pgx.BatchResults) error {
+		if read != nil {
+			if err := read(br); err != nil {
+				return err
+			}
+		} else if _, err := br.Exec(); err != nil {
+			return err
+		}
+		return s.step(n)
+	}
 }
 
 // denyPastDeadline denies an action proposed after the run's deadline,

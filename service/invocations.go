@@ -46,6 +46,11 @@ const invocationGetByAction = `SELECT ` + invocationColumns + `
 const invocationGet = `SELECT ` + invocationColumns + `
   FROM actions WHERE id = $1 AND run_id = $2 AND tenant_id = $3`
 
+// invocationGetForApproval reads the invocation an approval ($1) asked
+// about, by its run and action.
+const invocationGetForApproval = `SELECT ` + invocationColumns + `
+  FROM actions WHERE (run_id, action_id) = (SELECT run_id, action_id FROM approvals WHERE id = $1)`
+
 const invocationListForRun = `SELECT ` + invocationListColumns + `
   FROM actions WHERE run_id = $1 ORDER BY created_at, id`
 
@@ -143,17 +148,40 @@ type newInvocation struct {
 	now                 time.Time
 }
 
-func insertInvocation(ctx context.Context, db DBTX, in newInvocation) (invocationRow, error) {
+// row is the invocation as its insert writes it: what statements sent in
+// the insert's own round trip (the authorization, the approval, their
+// events) are built from, before the database returns the row.
+func (in newInvocation) row() invocationRow {
+	return invocationRow{Invocation: api.Invocation{
+		ID: in.id, RunID: in.runID, TenantID: in.tenantID, ActionID: in.req.ActionID, Kind: in.req.Kind,
+		ToolName: in.req.Name, Summary: in.req.Summary, StepNumber: int(in.req.StepNumber), Status: in.status,
+		NormalizedArgumentsHash: in.out.Action.NormalizedArgumentsHash, Decision: in.out.Decision,
+		PolicyVersion: in.out.Decision.PolicyVersion, ApprovalID: in.approvalID,
+	}}
+}
+
+func insertInvocation(ctx context.Context, tx pgx.Tx, in newInvocation) (invocationRow, error) {
+	var r invocationRow
+	b := &pgx.Batch{}
+	if err := queueInsertInvocation(b, in, &r); err != nil {
+		return invocationRow{}, err
+	}
+	return r, tx.SendBatch(ctx, b).Close()
+}
+
+// queueInsertInvocation queues the insert of in on b, the inserted row
+// scanned into out (if not nil) when the batch is read.
+func queueInsertInvocation(b *pgx.Batch, in newInvocation, out *invocationRow) error {
 	a := in.out.Action
 	withoutArgs := a
 	withoutArgs.Arguments = nil
 	action, err := json.Marshal(withoutArgs)
 	if err != nil {
-		return invocationRow{}, fmt.Errorf("encode action: %w", err)
+		return fmt.Errorf("encode action: %w", err)
 	}
 	decision, err := json.Marshal(in.out.Decision)
 	if err != nil {
-		return invocationRow{}, fmt.Errorf("encode decision: %w", err)
+		return fmt.Errorf("encode decision: %w", err)
 	}
 	args := in.out.NormalizedArguments
 	if len(args) == 0 {
@@ -167,19 +195,30 @@ func insertInvocation(ctx context.Context, db DBTX, in newInvocation) (invocatio
 	if originTrust == "" {
 		originTrust = in.req.OriginTrust
 	}
-	r, err := scanInvocation(db.QueryRow(ctx, invocationInsert, in.id, in.runID, in.tenantID, in.req.ActionID,
+	b.Queue(invocationInsert, in.id, in.runID, in.tenantID, in.req.ActionID,
 		string(in.req.Kind), in.req.Name, a.Version, in.req.Summary, in.req.StepNumber, in.status,
 		args, a.NormalizedArgumentsHash, effective, effectiveHash, action, decision,
 		in.out.Decision.PolicyVersion, string(a.SideEffect), string(a.Risk), string(a.Idempotency),
-		string(originTrust), in.out.Decision.ReasonCode, nullUUID(in.approvalID), in.now))
-	if err != nil {
-		return invocationRow{}, fmt.Errorf("insert invocation: %w", err)
-	}
-	return r, nil
+		string(originTrust), in.out.Decision.ReasonCode, nullUUID(in.approvalID), in.now).QueryRow(func(row pgx.Row) error {
+		r, err := scanInvocation(row)
+		if err != nil {
+			return fmt.Errorf("insert invocation: %w", err)
+		}
+		if out != nil {
+			*out = r
+		}
+		return nil
+	})
+	return nil
 }
 
 func getInvocationByAction(ctx context.Context, db DBTX, runID, actionID string) (invocationRow, bool, error) {
-	r, err := scanInvocation(db.QueryRow(ctx, invocationGetByAction, runID, actionID))
+	return invocationFrom(db.QueryRow(ctx, invocationGetByAction, runID, actionID))
+}
+
+// invocationFrom scans an invocation that may not exist (found=false).
+func invocationFrom(row pgx.Row) (invocationRow, bool, error) {
+	r, err := scanInvocation(row)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return invocationRow{}, false, nil
 	}

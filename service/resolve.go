@@ -51,24 +51,33 @@ func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id st
 	now := s.now()
 	var out ResolveOutcome
 	err := s.withTx(ctx, func(tx pgx.Tx, after *afterCommit) error {
-		repo := approvalRepo{tx}
-		cur, err := repo.get(ctx, p.TenantID, id)
-		if err != nil {
-			return err
-		}
 		// Lock the run first, as every run-changing flow does, so that of
 		// two resolutions of one run's approvals the second sees the first.
-		run, err := getRun(ctx, tx, p.TenantID, cur.RunID, true)
+		if !engine.ValidUUID(id) {
+			return ErrNotFound
+		}
+		run, err := runFrom(tx.QueryRow(ctx, runLockForApproval, id, p.TenantID))
 		if err != nil {
 			return err
 		}
 		if err := s.checkResolver(p, run, resolution); err != nil {
 			return err
 		}
-		result, a, err := repo.resolve(ctx, p.TenantID, id, p.ID, resolution, reason, now)
-		if err != nil {
+		// The guarded update, and the invocation settle needs, in one
+		// round trip.
+		var resolved approvalResolution
+		var inv invocationRow
+		var found bool
+		b := &pgx.Batch{}
+		queueResolve(b, p.TenantID, id, p.ID, resolution, reason, now, &resolved)
+		b.Queue(invocationGetForApproval, id).QueryRow(func(row pgx.Row) (err error) {
+			inv, found, err = invocationFrom(row)
+			return err
+		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
+		result, a := resolved.result, resolved.row
 		if result == resolveDue {
 			// Past expires_at a human's answer comes too late, even when the
 			// reaper has not run yet: expire it here as the reaper would.
@@ -85,7 +94,7 @@ func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id st
 		if result != ResolveApplied {
 			return nil
 		}
-		return s.settle(ctx, tx, after, a, now)
+		return s.settle(ctx, tx, after, a, inv, found, now)
 	})
 	if err != nil {
 		return ResolveOutcome{}, fmt.Errorf("service: resolve approval: %w", err)
@@ -113,38 +122,39 @@ func (s *Service) checkResolver(p engine.Principal, run api.Run, resolution engi
 	return nil
 }
 
-// settle applies a human resolution to the approval's invocation and run,
-// in the resolving transaction.
-func (s *Service) settle(ctx context.Context, tx pgx.Tx, after *afterCommit, a approvalRow, now time.Time) error {
-	inv, found, err := getInvocationByAction(ctx, tx, a.RunID, a.ActionID)
-	if err != nil {
-		return err
-	}
+// settle applies a human resolution to the approval's invocation (found
+// false when there is none) and run, in the resolving transaction, in one
+// round trip unless the circuit breaker trips.
+func (s *Service) settle(ctx context.Context, tx pgx.Tx, after *afterCommit, a approvalRow, inv invocationRow, found bool, now time.Time) error {
+	b := &pgx.Batch{}
 	resumable := ""
 	denied := found && a.Status == engine.ApprovalDenied
 	if denied {
-		if err := denyWaitingInvocation(ctx, tx, inv.ID, engine.ReasonApprovalDenied, now); err != nil {
-			return err
-		}
+		b.Queue(invocationDenyWaiting, inv.ID, engine.ReasonApprovalDenied, now)
 		after.add(func() { s.metrics.Denied(engine.ReasonApprovalDenied) })
 	} else if found {
 		resumable = inv.ID
 	}
-	if err := recordSettled(ctx, tx, a, resumable, now); err != nil {
+	if err := queueRecordSettled(b, a, resumable, now); err != nil {
 		return err
 	}
-	if _, _, err := requeueIfSettled(ctx, tx, a.RunID, now); err != nil {
+	if err := queueRequeueIfSettled(b, a.RunID, now); err != nil {
 		return err
+	}
+	// A human's denial counts toward the breaker like any other: a model
+	// re-proposing what a human refused must not ask forever.
+	denials := 0
+	if denied {
+		queueCountDenials(b, inv, engine.ReasonApprovalDenied, &denials)
+	}
+	queueNotify(b, a.TenantID)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("settle approval: %w", err)
 	}
 	if denied {
-		// A human's denial counts toward the breaker like any other: a
-		// model re-proposing what a human refused must not ask forever.
-		if _, _, err := s.countDenial(ctx, tx, after, inv, engine.ReasonApprovalDenied, now); err != nil {
+		if _, _, err := s.tripBreaker(ctx, tx, after, inv, engine.ReasonApprovalDenied, denials, now); err != nil {
 			return err
 		}
-	}
-	if err := notify(ctx, tx, a.TenantID); err != nil {
-		return err
 	}
 	latency := now.Sub(a.CreatedAt)
 	after.add(func() { s.metrics.ApprovalResolved(a.Status, latency) })
@@ -154,8 +164,18 @@ func (s *Service) settle(ctx context.Context, tx pgx.Tx, after *afterCommit, a a
 // recordSettled drops a settled approval from its run's checkpoint (listing
 // resumableInvocation, if any, for resume) and writes approval.resolved.
 func recordSettled(ctx context.Context, tx pgx.Tx, a approvalRow, resumableInvocation string, now time.Time) error {
-	if _, err := execRun(ctx, tx, "checkpoint", runCheckpointSettle, a.RunID, a.ID, resumableInvocation, now); err != nil {
+	b := &pgx.Batch{}
+	if err := queueRecordSettled(b, a, resumableInvocation, now); err != nil {
 		return err
 	}
-	return insertEvent(ctx, tx, a.TenantID, a.RunID, now, resolvedPayload(a))
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("record settled approval: %w", err)
+	}
+	return nil
+}
+
+// queueRecordSettled is recordSettled queued on b.
+func queueRecordSettled(b *pgx.Batch, a approvalRow, resumableInvocation string, now time.Time) error {
+	b.Queue(runCheckpointSettle, a.RunID, a.ID, resumableInvocation, now)
+	return queueEvent(b, a.TenantID, a.RunID, now, resolvedPayload(a))
 }

@@ -155,7 +155,7 @@ func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, after *afterCommit,
 		return fmt.Errorf("record revalidation: %w", err)
 	}
 	if outcome.Authorized {
-		row, err := s.authorize(ctx, tx, inv, lease, now)
+		row, err := s.authorize(ctx, tx, nil, inv, lease, now)
 		res.Authorized, res.InvocationStatus = err == nil, row.Status
 		return err
 	}

@@ -29,6 +29,13 @@ const runGet = `SELECT ` + runColumns + ` FROM runs WHERE id = $1 AND tenant_id 
 // serialize and the second sees whether any approval is still pending.
 const runLock = `SELECT ` + runColumns + ` FROM runs WHERE id = $1 AND tenant_id = $2 FOR UPDATE`
 
+// runLockForApproval is runLock for the run of an approval ($1) of the
+// tenant, found and locked in one statement: no approval, or one of
+// another tenant, is no row.
+const runLockForApproval = `SELECT ` + runColumns + ` FROM runs
+ WHERE id = (SELECT run_id FROM approvals WHERE id = $1 AND tenant_id = $2) AND tenant_id = $2
+   FOR UPDATE`
+
 // runClaim takes the oldest QUEUED run of a tenant, or a RUNNING one whose
 // lease expired, skipping rows another claimer holds, and leases it with the
 // next fencing token.
@@ -64,12 +71,20 @@ UPDATE runs
 RETURNING ` + runColumns
 
 // runRequeueIfSettled re-queues a parked run once none of its approvals is
-// pending any more, so a worker claims and resumes it.
+// pending any more, so a worker claims and resumes it, and writes the
+// run.queued event ($3, $4: type and payload) only when it did, in the
+// same statement.
 const runRequeueIfSettled = `
+WITH requeued AS (
 UPDATE runs SET status = 'QUEUED', updated_at = $2
  WHERE id = $1 AND status = 'WAITING_FOR_APPROVAL'
    AND NOT EXISTS (SELECT 1 FROM approvals WHERE run_id = $1 AND status = 'pending')
-RETURNING ` + runColumns
+RETURNING *
+), queued AS (
+INSERT INTO events (tenant_id, run_id, type, payload, created_at)
+SELECT tenant_id, id, $3, $4, $2 FROM requeued
+)
+SELECT ` + runColumns + ` FROM requeued`
 
 // runCheckpointPark records a new pending approval (park step 3).
 const runCheckpointPark = `
@@ -132,7 +147,12 @@ func getRun(ctx context.Context, db DBTX, tenantID, runID string, lock bool) (ap
 	if lock {
 		q = runLock
 	}
-	r, err := scanRun(db.QueryRow(ctx, q, runID, tenantID))
+	return runFrom(db.QueryRow(ctx, q, runID, tenantID))
+}
+
+// runFrom scans a run read by id; no row is ErrNotFound.
+func runFrom(row pgx.Row) (api.Run, error) {
+	r, err := scanRun(row)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return api.Run{}, ErrNotFound
 	}
@@ -151,11 +171,56 @@ func lockRunForWorker(ctx context.Context, tx DBTX, tenantID, runID string, leas
 	if err != nil {
 		return r, err
 	}
+	return r, checkLease(r, lease, now)
+}
+
+// checkLease is ErrStaleLease unless the run is RUNNING under this
+// worker's unexpired lease and fencing token.
+func checkLease(r api.Run, lease api.Lease, now time.Time) error {
 	if r.Status != api.RunRunning || r.WorkerID != lease.WorkerID || r.FencingToken != lease.FencingToken ||
 		r.LeaseExpiresAt == nil || !now.Before(*r.LeaseExpiresAt) {
-		return r, ErrStaleLease
+		return ErrStaleLease
 	}
-	return r, nil
+	return nil
+}
+
+// lockRunForProposal is lockRunForWorker with the record of the proposed
+// action (found=false when it is new) read in the same round trip, after
+// the lock is taken, so it is what the lock holder sees. The run is
+// returned with ErrStaleLease so the caller can answer a retry.
+func lockRunForProposal(ctx context.Context, tx pgx.Tx, tenantID, runID, actionID string, lease api.Lease, now time.Time) (api.Run, invocationRow, bool, error) {
+	if !engine.ValidUUID(runID) {
+		return api.Run{}, invocationRow{}, false, ErrNotFound
+	}
+	var (
+		r         api.Run
+		inv       invocationRow
+		found     bool
+		runErr    error
+		lookupErr error
+	)
+	// The callbacks keep their errors rather than return them: pgx drops
+	// a connection's cached statements of a whole batch a callback fails,
+	// and an unknown run is an answer here, not a failure of the batch.
+	b := &pgx.Batch{}
+	b.Queue(runLock, runID, tenantID).QueryRow(func(row pgx.Row) error {
+		r, runErr = runFrom(row)
+		return nil
+	})
+	b.Queue(invocationGetByAction, runID, actionID).QueryRow(func(row pgx.Row) error {
+		inv, found, lookupErr = invocationFrom(row)
+		return nil
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return api.Run{}, invocationRow{}, false, fmt.Errorf("lock run: %w", err)
+	}
+	if runErr != nil {
+		return api.Run{}, invocationRow{}, false, runErr
+	}
+	if lookupErr != nil {
+		return r, invocationRow{}, false, lookupErr
+	}
+	return r, inv, found, checkLease(r, lease, now)
 }
 
 // transitionRun moves a run from one of from to to; ok=false when the run
@@ -185,17 +250,21 @@ func failRun(ctx context.Context, db DBTX, runID string, from []string, reason s
 	return r, true, insertEvent(ctx, db, r.TenantID, r.ID, now, api.RunFailedPayload{FailureReason: reason})
 }
 
-// requeueIfSettled re-queues a parked run with no pending approval left and
-// writes run.queued; ok=false when the run stays as it is.
-func requeueIfSettled(ctx context.Context, db DBTX, runID string, now time.Time) (api.Run, bool, error) {
-	r, err := scanRun(db.QueryRow(ctx, runRequeueIfSettled, runID, now))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return api.Run{}, false, nil
-	}
+// queueRequeueIfSettled re-queues a parked run with no pending approval left
+// and writes run.queued; a run that stays as it is is no error.
+// It is queued on b, in its caller's round trip.
+func queueRequeueIfSettled(b *pgx.Batch, runID string, now time.Time) error {
+	payload, err := eventPayload(api.RunQueuedPayload{})
 	if err != nil {
-		return api.Run{}, false, fmt.Errorf("requeue run: %w", err)
+		return err
 	}
-	return r, true, insertEvent(ctx, db, r.TenantID, r.ID, now, api.RunQueuedPayload{})
+	b.Queue(runRequeueIfSettled, runID, now, api.EventRunQueued, payload).QueryRow(func(row pgx.Row) error {
+		if _, err := scanRun(row); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("requeue run: %w", err)
+		}
+		return nil
+	})
+	return nil
 }
 
 func execRun(ctx context.Context, db DBTX, what, q string, args ...any) (int64, error) {
