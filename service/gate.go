@@ -331,6 +331,41 @@ func (s *Service) tripBreaker(ctx context.Context, tx pgx.Tx, after *afterCommit
 	})
 }
 
+// approvalFor is the approval a parked invocation asks for: the redacted
+// view and digests of its arguments, the scopes its principal holds now,
+// and the expiry its risk and the run's deadline give.
+func (s *Service) approvalFor(run api.Run, inv newInvocation, row invocationRow, id string, expires time.Time) approvalRow {
+	a := inv.out.Action
+	view, digests := engine.RedactedView(a.Arguments)
+	if view == nil {
+		view = map[string]any{}
+	}
+	if digests == nil {
+		digests = map[string]string{}
+	}
+	scopes := s.currentPrincipal(run.TenantID, run.PrincipalID, run.PrincipalScopes).Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	toolInvocationID := ""
+	if inv.req.Kind == "" || inv.req.Kind.HasToolInvocation() {
+		toolInvocationID = row.ID
+	}
+	return approvalRow{
+		Approval: api.Approval{
+			ID: id, TenantID: run.TenantID, PrincipalID: run.PrincipalID, RunID: run.ID,
+			SessionID: run.SessionID, ActionKind: row.Kind, ActionID: row.ActionID,
+			ToolInvocationID: toolInvocationID, ActionSummary: row.Summary, ToolName: row.ToolName,
+			SideEffect: a.SideEffect, Arguments: view, ArgumentDigests: digests, Risk: a.Risk,
+			PolicyReason: inv.out.Decision.ReasonCode, PolicyVersion: inv.out.Decision.PolicyVersion,
+			ExpiresAt: expires, CreatedAt: inv.now,
+		},
+		NormalizedArgumentsHash: row.NormalizedArgumentsHash,
+		RequestedScopes:         scopes,
+		AgentVersion:            run.AgentVersion,
+	}
+}
+
 // Park steps, numbered as the seed numbers them (step 7 here is the NOTIFY
 // latency hint).
 const (
@@ -367,39 +402,11 @@ func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run a
 	}
 	s.queueStep(b, stepInvocation)
 
-	current := s.currentPrincipal(run.TenantID, run.PrincipalID, run.PrincipalScopes)
-	view, digests := engine.RedactedView(a.Arguments)
-	if view == nil {
-		view = map[string]any{}
-	}
-	if digests == nil {
-		digests = map[string]string{}
-	}
-	scopes := current.Scopes
-	if scopes == nil {
-		scopes = []string{}
-	}
-	toolInvocationID := ""
-	if inv.req.Kind == "" || inv.req.Kind.HasToolInvocation() {
-		toolInvocationID = row.ID
-	}
 	// As stored: timestamptz keeps microseconds, and the event below is
 	// written before the database returns the row.
 	expires := engine.ApprovalExpiry(a.Risk, now, run.Deadline, rs.Profile().Expiry).Truncate(time.Microsecond)
 	var approval approvalRow
-	queueCreateApproval(b, approvalRow{
-		Approval: api.Approval{
-			ID: approvalID, TenantID: run.TenantID, PrincipalID: run.PrincipalID, RunID: run.ID,
-			SessionID: run.SessionID, ActionKind: row.Kind, ActionID: row.ActionID,
-			ToolInvocationID: toolInvocationID, ActionSummary: row.Summary, ToolName: row.ToolName,
-			SideEffect: a.SideEffect, Arguments: view, ArgumentDigests: digests, Risk: a.Risk,
-			PolicyReason: inv.out.Decision.ReasonCode, PolicyVersion: inv.out.Decision.PolicyVersion,
-			ExpiresAt: expires, CreatedAt: now,
-		},
-		NormalizedArgumentsHash: row.NormalizedArgumentsHash,
-		RequestedScopes:         scopes,
-		AgentVersion:            run.AgentVersion,
-	}, &approval)
+	queueCreateApproval(b, s.approvalFor(run, inv, row, approvalID, expires), &approval)
 	s.queueStep(b, stepApproval)
 
 	b.Queue(runCheckpointPark, run.ID, approvalID, row.StepNumber, now)
