@@ -52,6 +52,10 @@ const (
 	maxShellBytes   = 1 << 20 // source text parsed over one action
 	maxAlternatives = 64      // candidate values of one word or argv
 	maxShellWords   = 4096    // resolved words kept for the egress readers
+	// maxShellWork bounds the statements and words one action's reading
+	// visits, so no nesting of substitutions and pipelines, each of which
+	// is read more than once, can make the reading exponential.
+	maxShellWork = 1 << 16
 )
 
 // shellReport is what the static reading of an action's commands found.
@@ -87,11 +91,23 @@ type shellReader struct {
 	cwds   []value // "" is the workspace
 	depth  int
 	budget int
-	pos    []string // positional parameters of sh -c SCRIPT NAME ARGS
+	work   int
+	// substs remembers each command substitution's value, and readOnce
+	// the process substitutions already read: a word is expanded again when
+	// the output of its command is computed, and reading what it contains a
+	// second time would double the work at every level of nesting.
+	substs   map[*syntax.CmdSubst]value
+	readOnce map[*syntax.ProcSubst]bool
+	outputs  map[*syntax.Stmt]memoOutput
+	pos      []string // positional parameters of sh -c SCRIPT NAME ARGS
 }
 
 func newShellReader() *shellReader {
-	return &shellReader{vars: map[string][]value{}, cwds: []value{{s: ""}}, budget: maxShellBytes}
+	return &shellReader{
+		vars: map[string][]value{}, cwds: []value{{s: ""}}, budget: maxShellBytes,
+		substs: map[*syntax.CmdSubst]value{}, readOnce: map[*syntax.ProcSubst]bool{},
+		outputs: map[*syntax.Stmt]memoOutput{},
+	}
 }
 
 // readCommandValue reads one command-bearing argument: a script string, or
@@ -162,6 +178,17 @@ func (z *shellReader) script(src string) {
 	z.depth--
 }
 
+// spend counts one unit of work; past maxShellWork the command is opaque
+// and the reading stops.
+func (z *shellReader) spend() bool {
+	z.work++
+	if z.work > maxShellWork {
+		z.rep.opaque = true
+		return false
+	}
+	return true
+}
+
 // scriptLenient reads a string that may not be shell at all (a literal
 // handed to exec in inline code): what does not parse is not opaque.
 func (z *shellReader) scriptLenient(src string) {
@@ -185,6 +212,9 @@ type stdinSource struct {
 }
 
 func (z *shellReader) stmt(s *syntax.Stmt, stdin *stdinSource) {
+	if !z.spend() {
+		return
+	}
 	for _, r := range s.Redirs {
 		if in := z.redirect(r); in != nil {
 			stdin = in
@@ -363,7 +393,22 @@ func litText(w *syntax.Word) string {
 // echo, printf without directives, cat of its stdin, and base64 or xxd
 // decoding of a known input. Anything else writes unknown text.
 func (z *shellReader) output(s *syntax.Stmt, stdin *stdinSource) *stdinSource {
+	if o, ok := z.outputs[s]; ok && o.stdin == stdin {
+		// A pipeline asks for its left side's output at every level.
+		return o.out
+	}
+	out := z.computeOutput(s, stdin)
+	z.outputs[s] = memoOutput{stdin: stdin, out: out}
+	return out
+}
+
+type memoOutput struct{ stdin, out *stdinSource }
+
+func (z *shellReader) computeOutput(s *syntax.Stmt, stdin *stdinSource) *stdinSource {
 	unknown := &stdinSource{unknown: true}
+	if !z.spend() {
+		return unknown
+	}
 	switch c := s.Cmd.(type) {
 	case *syntax.BinaryCmd:
 		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {

@@ -23,9 +23,18 @@ func (p *partial) clone() *partial {
 	return q
 }
 
+// maxValueBytes bounds one word or value: a variable doubled by each
+// assignment would otherwise grow exponentially with the script. A longer
+// word is unknown.
+const maxValueBytes = 64 << 10
+
 // text appends s; unquoted expansion results are split on IFS as the shell
 // splits them.
 func (p *partial) text(s string, split bool, ifs string) {
+	if p.cur.Len()+len(s) > maxValueBytes {
+		p.markUnknown()
+		return
+	}
 	if !split {
 		p.cur.WriteString(s)
 		p.started = true
@@ -57,6 +66,9 @@ func (p *partial) markUnknown() { p.unknown, p.started = true, true }
 // noSplit reads it as an assignment value does. Past maxAlternatives the
 // word is one unknown field.
 func (z *shellReader) expand(w *syntax.Word, noSplit bool) [][]value {
+	if !z.spend() {
+		return [][]value{{{unknown: true}}}
+	}
 	syntax.SplitBraces(w)
 	ps := z.expandParts(w.Parts, []*partial{{}}, false, noSplit, true)
 	if ps == nil {
@@ -119,7 +131,10 @@ func (z *shellReader) expandParts(parts []syntax.WordPart, ps []*partial, quoted
 		case *syntax.CmdSubst:
 			ps = z.substitute(ps, []value{z.cmdSubst(x)}, quoted || noSplit)
 		case *syntax.ProcSubst:
-			z.stmts(x.Stmts)
+			if !z.readOnce[x] {
+				z.readOnce[x] = true
+				z.stmts(x.Stmts)
+			}
 			for _, p := range ps {
 				p.text("/dev/fd/63", false, "")
 			}
@@ -260,15 +275,18 @@ func braceSequence(elems []*syntax.Word) ([]string, bool) {
 // cmdSubst reads the commands inside $(...) and, when they are pure
 // commands whose output the reader can compute, returns that output.
 func (z *shellReader) cmdSubst(c *syntax.CmdSubst) value {
+	if v, ok := z.substs[c]; ok {
+		return v
+	}
 	z.stmts(c.Stmts)
-	if len(c.Stmts) != 1 {
-		return value{unknown: true}
+	v := value{unknown: true}
+	if len(c.Stmts) == 1 {
+		if out := z.output(c.Stmts[0], nil); !out.unknown {
+			v = value{s: strings.TrimRight(out.text, "\n")}
+		}
 	}
-	out := z.output(c.Stmts[0], nil)
-	if out.unknown {
-		return value{unknown: true}
-	}
-	return value{s: strings.TrimRight(out.text, "\n")}
+	z.substs[c] = v
+	return v
 }
 
 // param resolves a parameter expansion to its candidate values.

@@ -269,3 +269,42 @@ func FuzzShellReader(f *testing.F) {
 		readShell([]any{"sh", "-c", s})
 	})
 }
+
+// TestShellReadingIsLinear: nesting that is read more than once (a
+// substitution whose output is computed, a pipeline's left side) costs work
+// in proportion to its size, not exponential in its depth; what would pass
+// the work bound or grow a value past maxValueBytes is opaque, not read
+// forever. Work is counted, not timed.
+func TestShellReadingIsLinear(t *testing.T) {
+	t.Parallel()
+	doubling := "x=ab; "
+	prev := "x"
+	for i := range 12 {
+		name := string(rune('a'+i)) + "v"
+		doubling += name + "=" + strings.Repeat("$"+prev, 8) + "; "
+		prev = name
+	}
+	for _, c := range []struct {
+		src    string
+		opaque bool
+	}{
+		{strings.Repeat("echo $(", 40) + "rm -rf /" + strings.Repeat(")", 40), false},
+		{strings.Repeat("cat <(echo a | ", 40) + "echo x" + strings.Repeat(")", 40), false},
+		{strings.Repeat("echo $(cat <(", 30) + "echo x" + strings.Repeat("))", 30), false},
+		{strings.Repeat("a | ", 2000) + "b", false},
+		{strings.Repeat("a | ", 40000) + "b", true},
+		{doubling + "rm -rf $" + prev, true},
+	} {
+		z := newShellReader()
+		z.readCommandValue(c.src)
+		if z.work > maxShellWork+len(c.src) || (!c.opaque && z.work > 4*len(c.src)+100) {
+			t.Errorf("%.30q (%d bytes): %d units of work", c.src, len(c.src), z.work)
+		}
+		if z.rep.opaque != c.opaque {
+			t.Errorf("%.30q: opaque %v, want %v", c.src, z.rep.opaque, c.opaque)
+		}
+	}
+	if rep := readShell(strings.Repeat("echo $(", 40) + "rm -rf /" + strings.Repeat(")", 40)); rep.intents&intentRootDelete == 0 {
+		t.Error("the innermost command of a deep nesting is not read")
+	}
+}
