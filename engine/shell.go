@@ -445,19 +445,35 @@ func staticOutput(argv []value, stdin *stdinSource) (string, bool) {
 	}
 	switch path.Base(args[0]) {
 	case "echo":
-		rest := args[1:]
-		for len(rest) > 0 && (rest[0] == "-n" || rest[0] == "-E") {
+		rest, escapes := args[1:], false
+		for len(rest) > 0 && (rest[0] == "-n" || rest[0] == "-E" || rest[0] == "-e") {
+			escapes = escapes || rest[0] == "-e"
 			rest = rest[1:]
 		}
 		if len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
 			return "", false
 		}
-		return strings.Join(rest, " ") + "\n", true
-	case "printf":
-		if len(args) < 2 || strings.ContainsAny(args[1], `%\`) {
-			return "", false
+		out := strings.Join(rest, " ")
+		if escapes {
+			out = ansiC(out)
 		}
-		return args[1], true
+		return out + "\n", true
+	case "printf":
+		// A format without directives, or one that is only %s (repeated
+		// over the arguments, as printf does), with its escapes decoded.
+		switch {
+		case len(args) == 2 && !strings.Contains(args[1], "%"):
+			return ansiC(args[1]), true
+		case len(args) > 2 && strings.Count(args[1], "%") == 1 && strings.Contains(args[1], "%s"):
+			pre, post, _ := strings.Cut(args[1], "%s")
+			pre, post = ansiC(pre), ansiC(post)
+			var b strings.Builder
+			for _, a := range args[2:] {
+				b.WriteString(pre + a + post)
+			}
+			return b.String(), true
+		}
+		return "", false
 	case "cat":
 		if len(args) == 1 && stdin != nil && !stdin.unknown {
 			return stdin.text, true
@@ -985,7 +1001,7 @@ func (z *shellReader) recursiveOnRoot(args []value, found intent, shortFlags, lo
 		if a.s == "--" {
 			break
 		}
-		if a.s == longFlag || (len(a.s) > 1 && a.s[0] == '-' && a.s[1] != '-' && strings.ContainsAny(a.s[1:], shortFlags)) {
+		if longPrefix(a.s, longFlag) || (len(a.s) > 1 && a.s[0] == '-' && a.s[1] != '-' && strings.ContainsAny(a.s[1:], shortFlags)) {
 			recursive = true
 		}
 	}
@@ -995,6 +1011,15 @@ func (z *shellReader) recursiveOnRoot(args []value, found intent, shortFlags, lo
 	for _, op := range operands(args) {
 		z.checkRootOperand(op, found)
 	}
+}
+
+// longPrefix reports whether arg names long option opt as GNU getopt reads
+// it: any prefix of at least "--re" (abbreviations are accepted while
+// unambiguous, and an ambiguous one fails harmlessly), with or without an
+// "=value".
+func longPrefix(arg, opt string) bool {
+	name, _, _ := strings.Cut(arg, "=")
+	return len(name) >= 4 && strings.HasPrefix(opt, name)
 }
 
 func (z *shellReader) checkRootOperand(op value, found intent) {

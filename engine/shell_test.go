@@ -24,6 +24,7 @@ func TestShellIntents(t *testing.T) {
 		{intentRootDelete, []any{
 			"rm -rf /", "rm -fr /", "rm -r -f /", "rm --recursive --force /", "rm -rf -- /", "rm / -rf",
 			"rm -Rf /*", "rm -rf /?*", "rm -rf /[a-z]*", "rm -rf /tmp/../*", "rm -rf //", "rm -rf /.", "rm -rf /./",
+			"rm --rec -f /", "rm --recursive=x /", "printf '\\x72\\x6d -rf /' | sh", "printf '%s ' rm -rf / | sh", "echo -e 'rm\\x20-rf /' | bash",
 			"rm${IFS}-rf${IFS}/", "rm$IFS-rf$IFS/", `r\m -rf /`, `"rm" '-rf' "/"`, `r''m -r''f /`, `$'\x72\x6d' -rf /`,
 			"rm -rf ~", "rm -rf ~/", "rm -rf $HOME", "rm -rf ${HOME}", `rm -rf "$HOME"/*`, "rm -rf ~/..", "rm -rf ~root",
 			"echo $(rm -rf /)", "echo `rm -rf /`", "x=$(rm -rf /)", "cat <(rm -rf /)",
