@@ -108,6 +108,38 @@ SELECT ` + approvalColumns + ` FROM approvals
  ORDER BY resolved_at DESC, id DESC
  LIMIT $11`
 
+const (
+	approvalListByIDs = `SELECT ` + approvalColumns + ` FROM approvals WHERE tenant_id = $1 AND id = ANY($2::uuid[])`
+	// approvalCountPending counts at most $2 pending approvals: the queue
+	// shows "50+" past a page, so counting never costs more than a page.
+	approvalCountPending = `SELECT count(*) FROM (SELECT 1 FROM approvals WHERE tenant_id = $1 AND status = 'pending' LIMIT $2) p`
+)
+
+const overviewPendingByRisk = `
+SELECT risk, count(*) FROM approvals
+ WHERE tenant_id = $1 AND status = 'pending'
+ GROUP BY risk`
+
+// overviewLatency is over human resolutions in the 24 hours before $2.
+const overviewLatency = `
+SELECT count(*),
+       COALESCE(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM resolved_at - created_at)), 0),
+       COALESCE(percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM resolved_at - created_at)), 0)
+  FROM approvals
+ WHERE tenant_id = $1 AND status IN ('approved', 'denied')
+   AND resolved_at > $2::timestamptz - interval '24 hours' AND resolved_at <= $2`
+
+// overviewApprovalsByHour buckets expiries and approvals of the last 24
+// hours; bucket 23 is the hour ending at $2.
+const overviewApprovalsByHour = `
+SELECT 23 - floor(extract(epoch FROM $2::timestamptz - resolved_at) / 3600)::int AS bucket,
+       count(*) FILTER (WHERE status = 'expired'),
+       count(*) FILTER (WHERE status = 'approved')
+  FROM approvals
+ WHERE tenant_id = $1 AND status IN ('expired', 'approved')
+   AND resolved_at > $2::timestamptz - interval '24 hours' AND resolved_at <= $2::timestamptz
+ GROUP BY 1`
+
 // approvalRow is an approval with what only the service reads.
 type approvalRow struct {
 	api.Approval
@@ -132,12 +164,9 @@ func collectApprovals(rows pgx.Rows) ([]approvalRow, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (approvalRow, error) { return scanApproval(r) })
 }
 
-// approvalRepo is the approval repository over one DBTX.
-type approvalRepo struct{ db DBTX }
-
-// queueCreateApproval is the repository's create, queued on b: the stored
+// queueApprovalsInsert is the repository's create, queued on b: the stored
 // row is scanned into out when the batch is read.
-func queueCreateApproval(b *pgx.Batch, a approvalRow, out *approvalRow) {
+func queueApprovalsInsert(b *pgx.Batch, a approvalRow, out *approvalRow) {
 	var inv any
 	if a.ToolInvocationID != "" {
 		inv = a.ToolInvocationID
@@ -158,12 +187,13 @@ func queueCreateApproval(b *pgx.Batch, a approvalRow, out *approvalRow) {
 	})
 }
 
-// get reads an approval of a tenant; another tenant's is ErrNotFound.
-func (r approvalRepo) get(ctx context.Context, tenantID, id string) (approvalRow, error) {
+// approvalsGet reads an approval of a tenant; another tenant's is
+// ErrNotFound.
+func approvalsGet(ctx context.Context, db DBTX, tenantID, id string) (approvalRow, error) {
 	if !engine.ValidUUID(id) {
 		return approvalRow{}, ErrNotFound
 	}
-	a, err := scanApproval(r.db.QueryRow(ctx, approvalGet, id, tenantID))
+	a, err := scanApproval(db.QueryRow(ctx, approvalGet, id, tenantID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return approvalRow{}, ErrNotFound
 	}
@@ -187,11 +217,11 @@ type approvalResolution struct {
 	row    approvalRow
 }
 
-// queueResolve queues a resolution under the pending guard on b, with the
+// queueApprovalsResolve queues a resolution under the pending guard on b, with the
 // re-read a refused update answers from after it, in the same round trip;
 // the outcome is in out once the batch is read. No such approval in the
 // tenant is ErrNotFound.
-func queueResolve(b *pgx.Batch, tenantID, id, resolver string, res engine.ApprovalResolutionType, reason string, now time.Time, out *approvalResolution) {
+func queueApprovalsResolve(b *pgx.Batch, tenantID, id, resolver string, res engine.ApprovalResolutionType, reason string, now time.Time, out *approvalResolution) {
 	b.Queue(approvalResolveIfPending, id, tenantID, string(res.Status()), string(res), now, resolver, reason).QueryRow(func(row pgx.Row) error {
 		a, err := scanApproval(row)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -225,9 +255,10 @@ func queueResolve(b *pgx.Batch, tenantID, id, resolver string, res engine.Approv
 	})
 }
 
-// claimDue locks up to limit due pending approvals and returns their ids.
-func (r approvalRepo) claimDue(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	rows, err := r.db.Query(ctx, approvalClaimDue, now, limit)
+// approvalsClaimDue locks up to limit due pending approvals and returns
+// their ids.
+func approvalsClaimDue(ctx context.Context, db DBTX, now time.Time, limit int) ([]string, error) {
+	rows, err := db.Query(ctx, approvalClaimDue, now, limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim due approvals: %w", err)
 	}
@@ -238,9 +269,10 @@ func (r approvalRepo) claimDue(ctx context.Context, now time.Time, limit int) ([
 	return ids, nil
 }
 
-// expire expires one approval; ok=false when it was no longer pending.
-func (r approvalRepo) expire(ctx context.Context, id string, now time.Time) (approvalRow, bool, error) {
-	a, err := scanApproval(r.db.QueryRow(ctx, approvalExpireIfPending, id, now))
+// approvalsExpire expires one approval; ok=false when it was no longer
+// pending.
+func approvalsExpire(ctx context.Context, db DBTX, id string, now time.Time) (approvalRow, bool, error) {
+	a, err := scanApproval(db.QueryRow(ctx, approvalExpireIfPending, id, now))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return approvalRow{}, false, nil
 	}
@@ -250,8 +282,8 @@ func (r approvalRepo) expire(ctx context.Context, id string, now time.Time) (app
 	return a, true, nil
 }
 
-// cancelApprovalsForRun is cancel_for_run: the approvals it cancelled.
-func cancelApprovalsForRun(ctx context.Context, db DBTX, runID string, now time.Time) ([]approvalRow, error) {
+// approvalsCancelForRun is cancel_for_run: the approvals it cancelled.
+func approvalsCancelForRun(ctx context.Context, db DBTX, runID string, now time.Time) ([]approvalRow, error) {
 	rows, err := db.Query(ctx, approvalCancelForRun, runID, now)
 	if err != nil {
 		return nil, fmt.Errorf("cancel approvals: %w", err)
@@ -261,6 +293,100 @@ func cancelApprovalsForRun(ctx context.Context, db DBTX, runID string, now time.
 		return nil, fmt.Errorf("cancel approvals: %w", err)
 	}
 	return out, nil
+}
+
+// approvalsSetRevalidated records the policy version an approval was
+// revalidated under.
+func approvalsSetRevalidated(ctx context.Context, db DBTX, id, policyVersion string) error {
+	if _, err := db.Exec(ctx, approvalSetRevalidated, id, policyVersion); err != nil {
+		return fmt.Errorf("record revalidation: %w", err)
+	}
+	return nil
+}
+
+// approvalsListPending reads up to limit pending approvals of the tenant
+// in queue order after the position c.
+func approvalsListPending(ctx context.Context, db DBTX, tenantID string, f ApprovalFilter, c approvalCursor, limit int) ([]approvalRow, error) {
+	rows, err := db.Query(ctx, approvalListPending, tenantID, nullUUID(f.RunID), nullUUID(f.SessionID),
+		string(f.Risk), f.Since, f.Until, -int(c.Rank), c.At, c.ID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return collectApprovals(rows)
+}
+
+// approvalsListHistory reads up to limit final approvals of the tenant
+// (of status, "" for any), newest resolution first, after the position c.
+func approvalsListHistory(ctx context.Context, db DBTX, tenantID, status string, f ApprovalFilter, c approvalCursor, limit int) ([]approvalRow, error) {
+	rows, err := db.Query(ctx, approvalListHistory, tenantID, status, nullUUID(f.RunID),
+		nullUUID(f.SessionID), string(f.Risk), f.ResolvedBy, f.Since, f.Until, c.At, c.ID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return collectApprovals(rows)
+}
+
+// queueApprovalsListByIDs queues on b the read of the tenant's approvals
+// among ids, into out; ids the tenant does not have are left out.
+func queueApprovalsListByIDs(b *pgx.Batch, tenantID string, ids []string, out *[]approvalRow) {
+	b.Queue(approvalListByIDs, tenantID, ids).Query(func(rows pgx.Rows) (err error) {
+		*out, err = collectApprovals(rows)
+		return err
+	})
+}
+
+// queueApprovalsCountPending queues on b the count, up to limit, of the
+// tenant's pending approvals, into n.
+func queueApprovalsCountPending(b *pgx.Batch, tenantID string, limit int, n *int) {
+	b.Queue(approvalCountPending, tenantID, limit).QueryRow(func(row pgx.Row) error {
+		return row.Scan(n)
+	})
+}
+
+// approvalsCountPendingByRisk counts the tenant's pending approvals by
+// risk; a risk with none is absent.
+func approvalsCountPendingByRisk(ctx context.Context, db DBTX, tenantID string) (map[engine.RiskLevel]int, error) {
+	rows, err := db.Query(ctx, overviewPendingByRisk, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	type riskCount struct {
+		Risk  engine.RiskLevel
+		Count int
+	}
+	counts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[riskCount])
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[engine.RiskLevel]int, len(counts))
+	for _, c := range counts {
+		out[c.Risk] = c.Count
+	}
+	return out, nil
+}
+
+// approvalsResolutionLatency is how many approvals humans resolved in the
+// 24 hours before now, and the median and 95th percentile of the time
+// they took, in seconds.
+func approvalsResolutionLatency(ctx context.Context, db DBTX, tenantID string, now time.Time) (n int, p50, p95 float64, err error) {
+	err = db.QueryRow(ctx, overviewLatency, tenantID, now).Scan(&n, &p50, &p95)
+	return n, p50, p95, err
+}
+
+// approvalsHour is what one of the 24 hours before now resolved: bucket
+// 23 is the hour ending at now.
+type approvalsHour struct {
+	Bucket, Expired, Approved int
+}
+
+// approvalsResolvedByHour buckets the tenant's expiries and approvals of
+// the 24 hours before now; an hour with neither is absent.
+func approvalsResolvedByHour(ctx context.Context, db DBTX, tenantID string, now time.Time) ([]approvalsHour, error) {
+	rows, err := db.Query(ctx, overviewApprovalsByHour, tenantID, now)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[approvalsHour])
 }
 
 // resolvedPayload is the approval.resolved event for every way an approval
@@ -284,7 +410,7 @@ func (s *Service) GetApproval(ctx context.Context, p engine.Principal, id string
 	if err := requireScope(p, scopeApprovalRead); err != nil {
 		return api.Approval{}, fmt.Errorf("service: get approval: %w", err)
 	}
-	a, err := approvalRepo{s.pool}.get(ctx, p.TenantID, id)
+	a, err := approvalsGet(ctx, s.pool, p.TenantID, id)
 	if err != nil {
 		return api.Approval{}, fmt.Errorf("service: get approval: %w", err)
 	}
@@ -301,11 +427,11 @@ func (s *Service) GetApprovalArguments(ctx context.Context, p engine.Principal, 
 	if err := requireScope(p, scopeApprovalRead); err != nil {
 		return nil, nil, fmt.Errorf("service: get approval arguments: %w", err)
 	}
-	a, err := approvalRepo{s.pool}.get(ctx, p.TenantID, id)
+	a, err := approvalsGet(ctx, s.pool, p.TenantID, id)
 	if err != nil {
 		return nil, nil, fmt.Errorf("service: get approval arguments: %w", err)
 	}
-	inv, ok, err := getInvocationByAction(ctx, s.pool, a.RunID, a.ActionID)
+	inv, ok, err := invocationsGetByAction(ctx, s.pool, a.RunID, a.ActionID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("service: get approval arguments: %w", err)
 	}
@@ -382,27 +508,20 @@ func (s *Service) ListApprovals(ctx context.Context, p engine.Principal, f Appro
 	if (f.RunID != "" && !engine.ValidUUID(f.RunID)) || (f.SessionID != "" && !engine.ValidUUID(f.SessionID)) {
 		return api.ApprovalPage{Items: []api.Approval{}}, nil
 	}
-	var rows pgx.Rows
+	var list []approvalRow
 	if pending {
 		c := queueStart
 		if cur != nil {
 			c = *cur
 		}
-		rows, err = s.pool.Query(ctx, approvalListPending, p.TenantID, nullUUID(f.RunID), nullUUID(f.SessionID),
-			string(f.Risk), f.Since, f.Until, -int(c.Rank), c.At, c.ID, limit+1)
+		list, err = approvalsListPending(ctx, s.pool, p.TenantID, f, c, limit+1)
 	} else {
 		c := historyStart
 		if cur != nil {
 			c = *cur
 		}
-		at, id := c.At, c.ID
-		rows, err = s.pool.Query(ctx, approvalListHistory, p.TenantID, status, nullUUID(f.RunID),
-			nullUUID(f.SessionID), string(f.Risk), f.ResolvedBy, f.Since, f.Until, at, id, limit+1)
+		list, err = approvalsListHistory(ctx, s.pool, p.TenantID, status, f, c, limit+1)
 	}
-	if err != nil {
-		return api.ApprovalPage{}, fmt.Errorf("service: list approvals: %w", err)
-	}
-	list, err := collectApprovals(rows)
 	if err != nil {
 		return api.ApprovalPage{}, fmt.Errorf("service: list approvals: %w", err)
 	}

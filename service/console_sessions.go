@@ -76,6 +76,47 @@ func NewConsoleSessions(pool *pgxpool.Pool, throttle LoginThrottle) (*ConsoleSes
 	return &ConsoleSessions{pool: pool, throttle: throttle}, nil
 }
 
+// sessionsInsert stores a new session under its id's hash.
+func sessionsInsert(ctx context.Context, db DBTX, idHash, tenantID, principalID, csrf string, now time.Time) error {
+	_, err := db.Exec(ctx, sessionInsert, idHash, tenantID, principalID, csrf, now)
+	return err
+}
+
+// sessionsGetLive reads the session of idHash if it is live at now, with
+// when it was last seen; ok=false when there is none.
+func sessionsGetLive(ctx context.Context, db DBTX, idHash string, now time.Time) (row ConsoleSession, lastSeen time.Time, ok bool, err error) {
+	err = db.QueryRow(ctx, sessionGetLive, idHash, now.Add(-SessionAbsolute), now.Add(-SessionIdle)).
+		Scan(&row.TenantID, &row.PrincipalID, &row.CSRF, &lastSeen)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ConsoleSession{}, time.Time{}, false, nil
+	}
+	return row, lastSeen, err == nil, err
+}
+
+// sessionsTouch marks the session of idHash seen at now.
+func sessionsTouch(ctx context.Context, db DBTX, idHash string, now time.Time) error {
+	_, err := db.Exec(ctx, sessionTouch, idHash, now)
+	return err
+}
+
+// sessionsDelete ends the session of idHash.
+func sessionsDelete(ctx context.Context, db DBTX, idHash string) error {
+	_, err := db.Exec(ctx, sessionDelete, idHash)
+	return err
+}
+
+// sessionsDeletePrincipal ends every session of a principal.
+func sessionsDeletePrincipal(ctx context.Context, db DBTX, tenantID, principalID string) error {
+	_, err := db.Exec(ctx, sessionDeletePrincipal, tenantID, principalID)
+	return err
+}
+
+// sessionsDeleteExpired deletes the sessions past either lifetime at now.
+func sessionsDeleteExpired(ctx context.Context, db DBTX, now time.Time) error {
+	_, err := db.Exec(ctx, sessionDeleteExpired, now.Add(-SessionAbsolute), now.Add(-SessionIdle))
+	return err
+}
+
 // hashSessionID is the row key of a session id: the table never holds an
 // id a stolen backup could replay.
 func hashSessionID(id string) string {
@@ -88,10 +129,10 @@ func hashSessionID(id string) string {
 func (st *ConsoleSessions) Create(ctx context.Context, id, tenantID, principalID, csrf string, now time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, consoleDBTimeout)
 	defer cancel()
-	if _, err := st.pool.Exec(ctx, sessionDeleteExpired, now.Add(-SessionAbsolute), now.Add(-SessionIdle)); err != nil {
+	if err := sessionsDeleteExpired(ctx, st.pool, now); err != nil {
 		return fmt.Errorf("session: prune: %w", TranslateDBError(err))
 	}
-	if _, err := st.pool.Exec(ctx, sessionInsert, hashSessionID(id), tenantID, principalID, csrf, now); err != nil {
+	if err := sessionsInsert(ctx, st.pool, hashSessionID(id), tenantID, principalID, csrf, now); err != nil {
 		return fmt.Errorf("session: create: %w", TranslateDBError(err))
 	}
 	return nil
@@ -104,17 +145,15 @@ func (st *ConsoleSessions) Get(ctx context.Context, id string, now time.Time, to
 	ctx, cancel := context.WithTimeout(ctx, consoleDBTimeout)
 	defer cancel()
 	key := hashSessionID(id)
-	var lastSeen time.Time
-	err = st.pool.QueryRow(ctx, sessionGetLive, key, now.Add(-SessionAbsolute), now.Add(-SessionIdle)).
-		Scan(&row.TenantID, &row.PrincipalID, &row.CSRF, &lastSeen)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ConsoleSession{}, false, nil
-	}
+	row, lastSeen, ok, err := sessionsGetLive(ctx, st.pool, key, now)
 	if err != nil {
 		return ConsoleSession{}, false, fmt.Errorf("session: get: %w", TranslateDBError(err))
 	}
+	if !ok {
+		return ConsoleSession{}, false, nil
+	}
 	if touch && now.Sub(lastSeen) >= sessionTouchEvery {
-		if _, err := st.pool.Exec(ctx, sessionTouch, key, now); err != nil {
+		if err := sessionsTouch(ctx, st.pool, key, now); err != nil {
 			return ConsoleSession{}, false, fmt.Errorf("session: touch: %w", TranslateDBError(err))
 		}
 	}
@@ -125,7 +164,7 @@ func (st *ConsoleSessions) Get(ctx context.Context, id string, now time.Time, to
 func (st *ConsoleSessions) Delete(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, consoleDBTimeout)
 	defer cancel()
-	if _, err := st.pool.Exec(ctx, sessionDelete, hashSessionID(id)); err != nil {
+	if err := sessionsDelete(ctx, st.pool, hashSessionID(id)); err != nil {
 		return fmt.Errorf("session: delete: %w", TranslateDBError(err))
 	}
 	return nil
@@ -135,7 +174,7 @@ func (st *ConsoleSessions) Delete(ctx context.Context, id string) error {
 func (st *ConsoleSessions) DeletePrincipal(ctx context.Context, tenantID, principalID string) error {
 	ctx, cancel := context.WithTimeout(ctx, consoleDBTimeout)
 	defer cancel()
-	if _, err := st.pool.Exec(ctx, sessionDeletePrincipal, tenantID, principalID); err != nil {
+	if err := sessionsDeletePrincipal(ctx, st.pool, tenantID, principalID); err != nil {
 		return fmt.Errorf("session: delete all: %w", TranslateDBError(err))
 	}
 	return nil

@@ -53,6 +53,18 @@ SELECT id, tenant_id, COALESCE(run_id::text, ''), type, payload, created_at, tx_
  ORDER BY tx_id, id
  LIMIT $4`
 
+// overviewDenialsByHour buckets policy and human denials (action.denied
+// events) the same way.
+const overviewDenialsByHour = `
+SELECT 23 - floor(extract(epoch FROM $2::timestamptz - created_at) / 3600)::int AS bucket, count(*)
+  FROM events
+ WHERE tenant_id = $1 AND type = 'action.denied'
+   AND created_at > $2::timestamptz - interval '24 hours' AND created_at <= $2
+ GROUP BY 1`
+
+// eventWatermarkNow is the oldest transaction still running.
+const eventWatermarkNow = `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`
+
 // insertEvent writes one events row of the payload's type; runID "" is no
 // run.
 func insertEvent(ctx context.Context, db DBTX, tenantID, runID string, now time.Time, payload api.EventPayload) error {
@@ -126,16 +138,12 @@ func (s *Service) ListEvents(ctx context.Context, p engine.Principal, f EventFil
 	if err != nil {
 		return nil, err
 	}
-	query, args := eventsAfterTenant, []any{p.TenantID, after.tx, after.id, limit}
-	if f.RunID != "" {
-		if !engine.ValidUUID(f.RunID) {
-			return []api.Event{}, nil
-		}
-		query, args = eventsAfterRun, append(args, f.RunID)
+	if f.RunID != "" && !engine.ValidUUID(f.RunID) {
+		return []api.Event{}, nil
 	}
 	wait := min(f.Wait, eventsMaxWait)
 	if wait <= 0 {
-		return s.listEventsOnce(ctx, query, args)
+		return s.listEventsOnce(ctx, p.TenantID, f.RunID, after, limit)
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -144,7 +152,7 @@ func (s *Service) ListEvents(ctx context.Context, p engine.Principal, f EventFil
 		// Subscribe before querying: a notification that lands between
 		// the query and the wait still wakes this long-poll.
 		woken, leave := s.wakeups.subscribe(p.TenantID)
-		evs, err := s.listEventsOnce(ctx, query, args)
+		evs, err := s.listEventsOnce(ctx, p.TenantID, f.RunID, after, limit)
 		if err != nil || len(evs) > 0 {
 			leave()
 			return evs, err
@@ -183,20 +191,55 @@ func sleepOrWake(ctx context.Context, deadline <-chan time.Time, woken <-chan st
 	}
 }
 
-func (s *Service) listEventsOnce(ctx context.Context, query string, args []any) ([]api.Event, error) {
-	rows, err := s.pool.Query(ctx, query, args...)
+func (s *Service) listEventsOnce(ctx context.Context, tenantID, runID string, after eventPos, limit int) ([]api.Event, error) {
+	evs, err := eventsListAfter(ctx, s.pool, tenantID, runID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("service: list events: %w", err)
 	}
-	evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (api.Event, error) {
+	return evs, nil
+}
+
+// eventsListAfter reads up to limit events of the tenant (of one run
+// unless runID is "") after the position, in commit-safe order, each with
+// its cursor.
+func eventsListAfter(ctx context.Context, db DBTX, tenantID, runID string, after eventPos, limit int) ([]api.Event, error) {
+	query, args := eventsAfterTenant, []any{tenantID, after.tx, after.id, limit}
+	if runID != "" {
+		query, args = eventsAfterRun, append(args, runID)
+	}
+	rows, err := db.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (api.Event, error) {
 		var e api.Event
 		var tx int64
 		err := r.Scan(&e.ID, &e.TenantID, &e.RunID, &e.Type, &e.Payload, &e.CreatedAt, &tx)
 		e.Cursor = eventPos{tx: tx, id: e.ID}.String()
 		return e, err
 	})
+}
+
+// eventsDeniedByHour buckets the tenant's action.denied events of the 24
+// hours before now; an hour with none is absent.
+func eventsDeniedByHour(ctx context.Context, db DBTX, tenantID string, now time.Time) ([]eventsHour, error) {
+	rows, err := db.Query(ctx, overviewDenialsByHour, tenantID, now)
 	if err != nil {
-		return nil, fmt.Errorf("service: list events: %w", err)
+		return nil, err
 	}
-	return evs, nil
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[eventsHour])
+}
+
+// eventsHour is a count of one of the 24 hours before now: bucket 23 is
+// the hour ending at now.
+type eventsHour struct {
+	Bucket, Count int
+}
+
+// eventsWatermark is the event position of the oldest transaction still
+// running.
+func eventsWatermark(ctx context.Context, db DBTX) (eventPos, error) {
+	var xmin int64
+	err := db.QueryRow(ctx, eventWatermarkNow).Scan(&xmin)
+	return eventPos{tx: xmin}, err
 }

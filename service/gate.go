@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"gatehouse/api"
 	"gatehouse/engine"
@@ -187,7 +186,7 @@ func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, ru
 		// authorize is the one being inserted.
 		inv.status = api.InvocationProposed
 		b := &pgx.Batch{}
-		if err := queueInsertInvocation(b, inv, nil); err != nil {
+		if err := queueInvocationsInsert(b, inv, nil); err != nil {
 			return res, err
 		}
 		if _, err := s.authorize(ctx, tx, b, inv.row(), lease, now); err != nil {
@@ -228,6 +227,8 @@ func (s *Service) authorize(ctx context.Context, tx pgx.Tx, b *pgx.Batch, inv in
 		b = &pgx.Batch{}
 	}
 	var row invocationRow
+	// The one statement flow code queues itself: gate 3 pins every
+	// reference to it here, so it has no table function.
 	b.Queue(invocationAuthorize, inv.ID, now, lease.WorkerID, lease.FencingToken).QueryRow(func(r pgx.Row) error {
 		var err error
 		row, err = scanInvocation(r)
@@ -265,7 +266,7 @@ func (s *Service) deny(ctx context.Context, tx pgx.Tx, after *afterCommit, run a
 	// The insert, its event and the breaker's count (which sees the
 	// insert) in one round trip.
 	b := &pgx.Batch{}
-	if err := queueInsertInvocation(b, inv, nil); err != nil {
+	if err := queueInvocationsInsert(b, inv, nil); err != nil {
 		return res, err
 	}
 	if err := queueEvent(b, run.TenantID, run.ID, inv.now, api.ActionDeniedPayload{
@@ -275,7 +276,7 @@ func (s *Service) deny(ctx context.Context, tx pgx.Tx, after *afterCommit, run a
 		return res, err
 	}
 	var denials int
-	queueCountDenials(b, row, reason, &denials)
+	queueInvocationsCountDenials(b, row, reason, &denials)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return res, err
 	}
@@ -297,22 +298,11 @@ func (s *Service) deny(ctx context.Context, tx pgx.Tx, after *afterCommit, run a
 func (s *Service) countDenial(ctx context.Context, tx pgx.Tx, after *afterCommit, inv invocationRow, reason string, now time.Time) (api.Run, bool, error) {
 	var n int
 	b := &pgx.Batch{}
-	queueCountDenials(b, inv, reason, &n)
+	queueInvocationsCountDenials(b, inv, reason, &n)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return api.Run{}, false, err
 	}
 	return s.tripBreaker(ctx, tx, after, inv, reason, n, now)
-}
-
-// queueCountDenials is countDenial's count queued on b, into n, for a
-// caller that sends it with other statements and then calls tripBreaker.
-func queueCountDenials(b *pgx.Batch, inv invocationRow, reason string, n *int) {
-	b.Queue(invocationCountDenials, inv.RunID, inv.ToolName, inv.NormalizedArgumentsHash, reason).QueryRow(func(row pgx.Row) error {
-		if err := row.Scan(n); err != nil {
-			return fmt.Errorf("count denials: %w", err)
-		}
-		return nil
-	})
 }
 
 // tripBreaker fails inv's run when n identical denials, this one
@@ -397,7 +387,7 @@ func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run a
 	inv.status, inv.approvalID = api.InvocationWaitingForApproval, approvalID
 	row := inv.row()
 	b := &pgx.Batch{}
-	if err := queueInsertInvocation(b, inv, nil); err != nil {
+	if err := queueInvocationsInsert(b, inv, nil); err != nil {
 		return api.ProposeResult{}, err
 	}
 	s.queueStep(b, stepInvocation)
@@ -406,21 +396,16 @@ func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run a
 	// written before the database returns the row.
 	expires := engine.ApprovalExpiry(a.Risk, now, run.Deadline, rs.Profile().Expiry).Truncate(time.Microsecond)
 	var approval approvalRow
-	queueCreateApproval(b, s.approvalFor(run, inv, row, approvalID, expires), &approval)
+	queueApprovalsInsert(b, s.approvalFor(run, inv, row, approvalID, expires), &approval)
 	s.queueStep(b, stepApproval)
 
-	b.Queue(runCheckpointPark, run.ID, approvalID, row.StepNumber, now)
+	queueRunsCheckpointPark(b, run.ID, approvalID, row.StepNumber, now)
 	s.queueStep(b, stepCheckpoint)
 
-	b.Queue(runPark, run.ID, run.FencingToken, now).Exec(func(tag pgconn.CommandTag) error {
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("park: run left RUNNING: %w", ErrConflict)
-		}
-		return nil
-	})
+	queueRunsPark(b, run.ID, run.FencingToken, now)
 	s.queueStep(b, stepWaiting)
 
-	b.Queue(runReleaseLease, run.ID, now)
+	queueRunsReleaseLease(b, run.ID, now)
 	s.queueStep(b, stepReleaseLease)
 
 	if err := queueEvent(b, run.TenantID, run.ID, now, api.ApprovalRequestedPayload{
@@ -481,7 +466,7 @@ func (s *Service) denyPastDeadline(ctx context.Context, tx pgx.Tx, after *afterC
 		Explanation: "the run's deadline has passed", SideEffect: d.SideEffect, Risk: d.Risk,
 	}
 	inv.out.EffectiveArguments, inv.out.EffectiveNormalized, inv.out.EffectiveArgumentsHash = nil, nil, ""
-	row, err := insertInvocation(ctx, tx, inv)
+	row, err := invocationsInsert(ctx, tx, inv)
 	if err != nil {
 		return api.ProposeResult{}, err
 	}

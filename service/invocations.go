@@ -160,18 +160,18 @@ func (in newInvocation) row() invocationRow {
 	}}
 }
 
-func insertInvocation(ctx context.Context, tx pgx.Tx, in newInvocation) (invocationRow, error) {
+func invocationsInsert(ctx context.Context, tx pgx.Tx, in newInvocation) (invocationRow, error) {
 	var r invocationRow
 	b := &pgx.Batch{}
-	if err := queueInsertInvocation(b, in, &r); err != nil {
+	if err := queueInvocationsInsert(b, in, &r); err != nil {
 		return invocationRow{}, err
 	}
 	return r, tx.SendBatch(ctx, b).Close()
 }
 
-// queueInsertInvocation queues the insert of in on b, the inserted row
+// queueInvocationsInsert queues the insert of in on b, the inserted row
 // scanned into out (if not nil) when the batch is read.
-func queueInsertInvocation(b *pgx.Batch, in newInvocation, out *invocationRow) error {
+func queueInvocationsInsert(b *pgx.Batch, in newInvocation, out *invocationRow) error {
 	a := in.out.Action
 	withoutArgs := a
 	withoutArgs.Arguments = nil
@@ -212,8 +212,27 @@ func queueInsertInvocation(b *pgx.Batch, in newInvocation, out *invocationRow) e
 	return nil
 }
 
-func getInvocationByAction(ctx context.Context, db DBTX, runID, actionID string) (invocationRow, bool, error) {
+func invocationsGetByAction(ctx context.Context, db DBTX, runID, actionID string) (invocationRow, bool, error) {
 	return invocationFrom(db.QueryRow(ctx, invocationGetByAction, runID, actionID))
+}
+
+// queueInvocationsGetByAction is invocationsGetByAction queued on b: its
+// answer is in inv, found and lookupErr once the batch is read, and the
+// batch itself never fails on it.
+func queueInvocationsGetByAction(b *pgx.Batch, runID, actionID string, inv *invocationRow, found *bool, lookupErr *error) {
+	b.Queue(invocationGetByAction, runID, actionID).QueryRow(func(row pgx.Row) error {
+		*inv, *found, *lookupErr = invocationFrom(row)
+		return nil
+	})
+}
+
+// queueInvocationsGetForApproval queues on b the read of the invocation an
+// approval asked about, into inv and found (false: there is none).
+func queueInvocationsGetForApproval(b *pgx.Batch, approvalID string, inv *invocationRow, found *bool) {
+	b.Queue(invocationGetForApproval, approvalID).QueryRow(func(row pgx.Row) (err error) {
+		*inv, *found, err = invocationFrom(row)
+		return err
+	})
 }
 
 // invocationFrom scans an invocation that may not exist (found=false).
@@ -228,7 +247,7 @@ func invocationFrom(row pgx.Row) (invocationRow, bool, error) {
 	return r, true, nil
 }
 
-func getInvocation(ctx context.Context, db DBTX, tenantID, runID, id string) (invocationRow, error) {
+func invocationsGet(ctx context.Context, db DBTX, tenantID, runID, id string) (invocationRow, error) {
 	if !engine.ValidUUID(id) {
 		return invocationRow{}, ErrNotFound
 	}
@@ -242,11 +261,61 @@ func getInvocation(ctx context.Context, db DBTX, tenantID, runID, id string) (in
 	return r, nil
 }
 
-func denyWaitingInvocation(ctx context.Context, db DBTX, id, reasonCode string, now time.Time) error {
+func invocationsDenyWaiting(ctx context.Context, db DBTX, id, reasonCode string, now time.Time) error {
 	if _, err := db.Exec(ctx, invocationDenyWaiting, id, reasonCode, now); err != nil {
 		return fmt.Errorf("deny invocation: %w", err)
 	}
 	return nil
+}
+
+// queueInvocationsDenyWaiting is invocationsDenyWaiting queued on b.
+func queueInvocationsDenyWaiting(b *pgx.Batch, id, reasonCode string, now time.Time) {
+	b.Queue(invocationDenyWaiting, id, reasonCode, now)
+}
+
+// invocationsCancelForRun cancels a cancelled run's invocations that were
+// never authorized.
+func invocationsCancelForRun(ctx context.Context, db DBTX, runID string, now time.Time) error {
+	if _, err := db.Exec(ctx, invocationCancelForRun, runID, now); err != nil {
+		return fmt.Errorf("cancel invocations: %w", err)
+	}
+	return nil
+}
+
+// invocationsRecordResult moves an AUTHORIZED invocation to status;
+// ErrConflict when it was not AUTHORIZED.
+func invocationsRecordResult(ctx context.Context, db DBTX, id, status string, now time.Time) (invocationRow, error) {
+	inv, err := scanInvocation(db.QueryRow(ctx, invocationRecordResult, id, status, now))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return invocationRow{}, ErrConflict
+	}
+	if err != nil {
+		return invocationRow{}, fmt.Errorf("record result: %w", err)
+	}
+	return inv, nil
+}
+
+// queueInvocationsCountDenials is countDenial's count queued on b, into n, for a
+// caller that sends it with other statements and then calls tripBreaker.
+func queueInvocationsCountDenials(b *pgx.Batch, inv invocationRow, reason string, n *int) {
+	b.Queue(invocationCountDenials, inv.RunID, inv.ToolName, inv.NormalizedArgumentsHash, reason).QueryRow(func(row pgx.Row) error {
+		if err := row.Scan(n); err != nil {
+			return fmt.Errorf("count denials: %w", err)
+		}
+		return nil
+	})
+}
+
+// invocationsListForRun lists a run's invocations in proposal order.
+func invocationsListForRun(ctx context.Context, db DBTX, runID string) ([]api.Invocation, error) {
+	rows, err := db.Query(ctx, invocationListForRun, runID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (api.Invocation, error) {
+		var inv api.Invocation
+		return inv, r.Scan(listFields(&inv)...)
+	})
 }
 
 // RecordResult records the outcome of an authorized invocation: succeeded,
@@ -271,7 +340,7 @@ func (s *Service) RecordResult(ctx context.Context, p engine.Principal, runID, i
 		if _, err := lockRunForWorker(ctx, tx, p.TenantID, runID, lease, now); err != nil {
 			return err
 		}
-		cur, err := getInvocation(ctx, tx, p.TenantID, runID, invocationID)
+		cur, err := invocationsGet(ctx, tx, p.TenantID, runID, invocationID)
 		if err != nil {
 			return err
 		}
@@ -279,12 +348,9 @@ func (s *Service) RecordResult(ctx context.Context, p engine.Principal, runID, i
 			inv = cur
 			return nil
 		}
-		inv, err = scanInvocation(tx.QueryRow(ctx, invocationRecordResult, invocationID, to, now))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrConflict
-		}
+		inv, err = invocationsRecordResult(ctx, tx, invocationID, to, now)
 		if err != nil {
-			return fmt.Errorf("record result: %w", err)
+			return err
 		}
 		return insertEvent(ctx, tx, p.TenantID, runID, now, api.ActionResultPayload{
 			InvocationID: inv.ID, ToolName: inv.ToolName, Status: to,
@@ -299,17 +365,10 @@ func (s *Service) RecordResult(ctx context.Context, p engine.Principal, runID, i
 // ListInvocations lists a run's invocations in proposal order; another
 // tenant's run is ErrNotFound.
 func (s *Service) ListInvocations(ctx context.Context, p engine.Principal, runID string) ([]api.Invocation, error) {
-	if _, err := getRun(ctx, s.pool, p.TenantID, runID, false); err != nil {
+	if _, err := runsGet(ctx, s.pool, p.TenantID, runID, false); err != nil {
 		return nil, fmt.Errorf("service: list invocations: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, invocationListForRun, runID)
-	if err != nil {
-		return nil, fmt.Errorf("service: list invocations: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (api.Invocation, error) {
-		var inv api.Invocation
-		return inv, r.Scan(listFields(&inv)...)
-	})
+	out, err := invocationsListForRun(ctx, s.pool, runID)
 	if err != nil {
 		return nil, fmt.Errorf("service: list invocations: %w", err)
 	}

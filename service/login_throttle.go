@@ -107,6 +107,53 @@ type loginCounts struct {
 	account  int // within AccountWindow
 }
 
+// loginAttemptsLock takes the transaction's advisory lock on key in the
+// namespace ns.
+func loginAttemptsLock(ctx context.Context, db DBTX, ns int32, key string) error {
+	_, err := db.Exec(ctx, loginAttemptLock, ns, key)
+	return err
+}
+
+// loginFailuresCount counts the failures of the pair since pairSince (with
+// its last), of the address since pairSince, and of the account since
+// accountSince.
+func loginFailuresCount(ctx context.Context, db DBTX, account, addr string, pairSince, accountSince time.Time) (loginCounts, error) {
+	var c loginCounts
+	var last *time.Time
+	if err := db.QueryRow(ctx, loginFailureCounts, account, addr, pairSince, accountSince).
+		Scan(&c.pair, &last, &c.address, &c.account); err != nil {
+		return loginCounts{}, err
+	}
+	if last != nil {
+		c.pairLast = *last
+	}
+	return c, nil
+}
+
+// loginFailuresInsert records a failure of the pair at now.
+func loginFailuresInsert(ctx context.Context, db DBTX, account, addr string, now time.Time) error {
+	_, err := db.Exec(ctx, loginFailureInsert, account, addr, now)
+	return err
+}
+
+// loginFailuresPrune deletes failures at or before cutoff.
+func loginFailuresPrune(ctx context.Context, db DBTX, cutoff time.Time) error {
+	_, err := db.Exec(ctx, loginFailurePrune, cutoff)
+	return err
+}
+
+// loginFailuresRelease deletes one failure of the pair recorded at at.
+func loginFailuresRelease(ctx context.Context, db DBTX, account, addr string, at time.Time) error {
+	_, err := db.Exec(ctx, loginAttemptRelease, account, addr, at)
+	return err
+}
+
+// loginFailuresClear deletes every failure of the pair.
+func loginFailuresClear(ctx context.Context, db DBTX, account, addr string) error {
+	_, err := db.Exec(ctx, loginFailureClear, account, addr)
+	return err
+}
+
 // decide is the throttle's verdict on an attempt at now, and how long to
 // wait when it is a backoff.
 func (t LoginThrottle) decide(c loginCounts, now time.Time) (LoginVerdict, time.Duration) {
@@ -159,28 +206,23 @@ func (st *ConsoleSessions) LoginAttempt(ctx context.Context, account, addr strin
 	defer cancel()
 	t := st.throttle
 	err = pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, loginAttemptLock, lockNSAccount, account); err != nil {
+		if err := loginAttemptsLock(ctx, tx, lockNSAccount, account); err != nil {
 			return fmt.Errorf("lock account: %w", err)
 		}
-		if _, err := tx.Exec(ctx, loginAttemptLock, lockNSAddress, addr); err != nil {
+		if err := loginAttemptsLock(ctx, tx, lockNSAddress, addr); err != nil {
 			return fmt.Errorf("lock address: %w", err)
 		}
-		var c loginCounts
-		var last *time.Time
-		if err := tx.QueryRow(ctx, loginFailureCounts, account, addr, now.Add(-t.Window), now.Add(-t.AccountWindow)).
-			Scan(&c.pair, &last, &c.address, &c.account); err != nil {
+		c, err := loginFailuresCount(ctx, tx, account, addr, now.Add(-t.Window), now.Add(-t.AccountWindow))
+		if err != nil {
 			return fmt.Errorf("count: %w", err)
-		}
-		if last != nil {
-			c.pairLast = *last
 		}
 		if verdict, wait = t.decide(c, now); verdict != LoginAllowed {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, loginFailurePrune, now.Add(-max(t.Window, t.AccountWindow))); err != nil {
+		if err := loginFailuresPrune(ctx, tx, now.Add(-max(t.Window, t.AccountWindow))); err != nil {
 			return fmt.Errorf("prune: %w", err)
 		}
-		if _, err := tx.Exec(ctx, loginFailureInsert, account, addr, now); err != nil {
+		if err := loginFailuresInsert(ctx, tx, account, addr, now); err != nil {
 			return fmt.Errorf("record: %w", err)
 		}
 		return nil
@@ -197,7 +239,7 @@ func (st *ConsoleSessions) LoginAttempt(ctx context.Context, account, addr strin
 func (st *ConsoleSessions) LoginReleased(ctx context.Context, account, addr string, now time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, consoleDBTimeout)
 	defer cancel()
-	if _, err := st.pool.Exec(ctx, loginAttemptRelease, account, addr, now); err != nil {
+	if err := loginFailuresRelease(ctx, st.pool, account, addr, now); err != nil {
 		return fmt.Errorf("login throttle: release: %w", TranslateDBError(err))
 	}
 	return nil
@@ -209,7 +251,7 @@ func (st *ConsoleSessions) LoginReleased(ctx context.Context, account, addr stri
 func (st *ConsoleSessions) LoginSucceeded(ctx context.Context, account, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, consoleDBTimeout)
 	defer cancel()
-	if _, err := st.pool.Exec(ctx, loginFailureClear, account, addr); err != nil {
+	if err := loginFailuresClear(ctx, st.pool, account, addr); err != nil {
 		return fmt.Errorf("login throttle: clear: %w", TranslateDBError(err))
 	}
 	return nil

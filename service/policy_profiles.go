@@ -3,10 +3,12 @@ package service
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"gatehouse/api"
+	"gatehouse/engine"
 )
 
 // policyProfileInsert records a loaded ruleset for audit. The row keeps the
@@ -16,6 +18,14 @@ const policyProfileInsert = `
 INSERT INTO policy_profiles (policy_version, profile_name, profile_sha256, hardline_sha256, rule_count, loaded_at, loaded_by)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (policy_version) DO NOTHING`
+
+// policyProfilesInsert records rs as loaded by loadedBy at now, unless its
+// bytes were recorded before.
+func policyProfilesInsert(ctx context.Context, db DBTX, rs *engine.LoadedRuleset, now time.Time, loadedBy string) error {
+	_, err := db.Exec(ctx, policyProfileInsert, rs.PolicyVersion(), rs.ProfileName(),
+		rs.ProfileSHA256(), rs.HardlineSHA256(), rs.RuleCount(), now, loadedBy)
+	return err
+}
 
 // recordProfiles writes a policy_profiles row (first load only) and a
 // policy.profile.loaded event per ruleset, in one transaction, unless the
@@ -29,8 +39,7 @@ func (s *Service) recordProfiles(ctx context.Context) error {
 	err := s.withTx(ctx, func(tx pgx.Tx, _ *afterCommit) error {
 		for _, name := range names {
 			rs, _ := s.cfg.Policy.Ruleset(name)
-			if _, err := tx.Exec(ctx, policyProfileInsert, rs.PolicyVersion(), rs.ProfileName(),
-				rs.ProfileSHA256(), rs.HardlineSHA256(), rs.RuleCount(), now, s.cfg.ReplicaID); err != nil {
+			if err := policyProfilesInsert(ctx, tx, rs, now, s.cfg.ReplicaID); err != nil {
 				return fmt.Errorf("record profile %s: %w", name, err)
 			}
 			if err := insertEvent(ctx, tx, SystemTenant, "", now, api.PolicyProfileLoadedPayload{

@@ -21,13 +21,6 @@ type QueueChanges struct {
 	More      bool
 }
 
-const (
-	approvalListByIDs = `SELECT ` + approvalColumns + ` FROM approvals WHERE tenant_id = $1 AND id = ANY($2::uuid[])`
-	// approvalCountPending counts at most $2 pending approvals: the queue
-	// shows "50+" past a page, so counting never costs more than a page.
-	approvalCountPending = `SELECT count(*) FROM (SELECT 1 FROM approvals WHERE tenant_id = $1 AND status = 'pending' LIMIT $2) p`
-)
-
 // QueueChangesSince reads up to limit events after cursor and the
 // approvals they requested or resolved. It costs two round trips whatever
 // the number of changed approvals: the events page, then one batch of the
@@ -52,13 +45,8 @@ func (s *Service) QueueChangesSince(ctx context.Context, p engine.Principal, cur
 	}
 	var b pgx.Batch
 	var rows []approvalRow
-	b.Queue(approvalListByIDs, p.TenantID, ids).Query(func(r pgx.Rows) error {
-		rows, err = collectApprovals(r)
-		return err
-	})
-	b.Queue(approvalCountPending, p.TenantID, pageSize+1).QueryRow(func(r pgx.Row) error {
-		return r.Scan(&out.Pending)
-	})
+	queueApprovalsListByIDs(&b, p.TenantID, ids, &rows)
+	queueApprovalsCountPending(&b, p.TenantID, pageSize+1, &out.Pending)
 	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
 		return QueueChanges{}, fmt.Errorf("service: queue changes: %w", err)
 	}

@@ -28,7 +28,7 @@ func (s *Service) ExpireDue(ctx context.Context, limit int) (int, error) {
 	var n int
 	err := s.withTx(ctx, func(tx pgx.Tx, after *afterCommit) error {
 		n = 0
-		ids, err := approvalRepo{tx}.claimDue(ctx, now, limit)
+		ids, err := approvalsClaimDue(ctx, tx, now, limit)
 		if err != nil {
 			return err
 		}
@@ -53,7 +53,7 @@ func (s *Service) ExpireDue(ctx context.Context, limit int) (int, error) {
 // the expiry to its invocation and run; ok=false when it was no longer
 // pending or not yet due. The reaper and a too-late resolution share it.
 func (s *Service) expireOne(ctx context.Context, tx pgx.Tx, after *afterCommit, id string, now time.Time) (approvalRow, bool, error) {
-	a, ok, err := approvalRepo{tx}.expire(ctx, id, now)
+	a, ok, err := approvalsExpire(ctx, tx, id, now)
 	if err != nil || !ok {
 		return a, ok, err
 	}
@@ -69,12 +69,12 @@ func (s *Service) expireOne(ctx context.Context, tx pgx.Tx, after *afterCommit, 
 
 // expired applies an expiry to the approval's invocation and run.
 func (s *Service) expired(ctx context.Context, tx pgx.Tx, a approvalRow, now time.Time) error {
-	inv, found, err := getInvocationByAction(ctx, tx, a.RunID, a.ActionID)
+	inv, found, err := invocationsGetByAction(ctx, tx, a.RunID, a.ActionID)
 	if err != nil {
 		return err
 	}
 	if found {
-		if err := denyWaitingInvocation(ctx, tx, inv.ID, engine.ReasonApprovalExpired, now); err != nil {
+		if err := invocationsDenyWaiting(ctx, tx, inv.ID, engine.ReasonApprovalExpired, now); err != nil {
 			return err
 		}
 	}

@@ -53,10 +53,7 @@ func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id st
 	err := s.withTx(ctx, func(tx pgx.Tx, after *afterCommit) error {
 		// Lock the run first, as every run-changing flow does, so that of
 		// two resolutions of one run's approvals the second sees the first.
-		if !engine.ValidUUID(id) {
-			return ErrNotFound
-		}
-		run, err := runFrom(tx.QueryRow(ctx, runLockForApproval, id, p.TenantID))
+		run, err := runsLockForApproval(ctx, tx, p.TenantID, id)
 		if err != nil {
 			return err
 		}
@@ -69,11 +66,8 @@ func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id st
 		var inv invocationRow
 		var found bool
 		b := &pgx.Batch{}
-		queueResolve(b, p.TenantID, id, p.ID, resolution, reason, now, &resolved)
-		b.Queue(invocationGetForApproval, id).QueryRow(func(row pgx.Row) (err error) {
-			inv, found, err = invocationFrom(row)
-			return err
-		})
+		queueApprovalsResolve(b, p.TenantID, id, p.ID, resolution, reason, now, &resolved)
+		queueInvocationsGetForApproval(b, id, &inv, &found)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
@@ -130,7 +124,7 @@ func (s *Service) settle(ctx context.Context, tx pgx.Tx, after *afterCommit, a a
 	resumable := ""
 	denied := found && a.Status == engine.ApprovalDenied
 	if denied {
-		b.Queue(invocationDenyWaiting, inv.ID, engine.ReasonApprovalDenied, now)
+		queueInvocationsDenyWaiting(b, inv.ID, engine.ReasonApprovalDenied, now)
 		after.add(func() { s.metrics.Denied(engine.ReasonApprovalDenied) })
 	} else if found {
 		resumable = inv.ID
@@ -138,14 +132,14 @@ func (s *Service) settle(ctx context.Context, tx pgx.Tx, after *afterCommit, a a
 	if err := queueRecordSettled(b, a, resumable, now); err != nil {
 		return err
 	}
-	if err := queueRequeueIfSettled(b, a.RunID, now); err != nil {
+	if err := queueRunsRequeueIfSettled(b, a.RunID, now); err != nil {
 		return err
 	}
 	// A human's denial counts toward the breaker like any other: a model
 	// re-proposing what a human refused must not ask forever.
 	denials := 0
 	if denied {
-		queueCountDenials(b, inv, engine.ReasonApprovalDenied, &denials)
+		queueInvocationsCountDenials(b, inv, engine.ReasonApprovalDenied, &denials)
 	}
 	queueNotify(b, a.TenantID)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -176,6 +170,6 @@ func recordSettled(ctx context.Context, tx pgx.Tx, a approvalRow, resumableInvoc
 
 // queueRecordSettled is recordSettled queued on b.
 func queueRecordSettled(b *pgx.Batch, a approvalRow, resumableInvocation string, now time.Time) error {
-	b.Queue(runCheckpointSettle, a.RunID, a.ID, resumableInvocation, now)
+	queueRunsCheckpointSettle(b, a.RunID, a.ID, resumableInvocation, now)
 	return queueEvent(b, a.TenantID, a.RunID, now, resolvedPayload(a))
 }

@@ -49,7 +49,7 @@ func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocat
 		if err != nil {
 			return err
 		}
-		inv, err := getInvocation(ctx, tx, p.TenantID, runID, invocationID)
+		inv, err := invocationsGet(ctx, tx, p.TenantID, runID, invocationID)
 		if err != nil {
 			return err
 		}
@@ -75,7 +75,7 @@ func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocat
 		default:
 			return fmt.Errorf("invocation did not wait for approval: %w", ErrConflict)
 		}
-		a, err := approvalRepo{tx}.get(ctx, p.TenantID, inv.ApprovalID)
+		a, err := approvalsGet(ctx, tx, p.TenantID, inv.ApprovalID)
 		if err != nil {
 			return err
 		}
@@ -102,7 +102,7 @@ func (s *Service) Resume(ctx context.Context, p engine.Principal, runID, invocat
 // lease that authorized it, while nothing has been recorded yet, hears
 // "authorized" again.
 func (s *Service) resumeAgain(ctx context.Context, tx pgx.Tx, run api.Run, inv invocationRow, lease api.Lease, in api.ResumeInput, res *api.ResumeResult) error {
-	a, err := approvalRepo{tx}.get(ctx, run.TenantID, inv.ApprovalID)
+	a, err := approvalsGet(ctx, tx, run.TenantID, inv.ApprovalID)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func (a approvalRow) snapshot(inv invocationRow) engine.ApprovalSnapshot {
 // revalidate is seed step 8 for an approved invocation.
 func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, after *afterCommit, run api.Run, inv invocationRow, a approvalRow, lease api.Lease, in api.ResumeInput, now time.Time, res *api.ResumeResult) error {
 	current := s.currentPrincipal(run.TenantID, run.PrincipalID, run.PrincipalScopes)
-	if _, err := execRun(ctx, tx, "checkpoint", runCheckpointResumed, run.ID, inv.ID, now); err != nil {
+	if err := runsCheckpointResumed(ctx, tx, run.ID, inv.ID, now); err != nil {
 		return err
 	}
 	rs, ok := s.ruleset(run.PolicyProfile)
@@ -151,8 +151,8 @@ func (s *Service) revalidate(ctx context.Context, tx pgx.Tx, after *afterCommit,
 		ArgumentsHash: hash, PrincipalScopes: current.Scopes, AgentVersion: in.AgentVersion,
 		Principal: current, Run: runSnapshot(run), Ruleset: rs, Catalog: s.cfg.Policy.Catalog(), Now: now,
 	})
-	if _, err := tx.Exec(ctx, approvalSetRevalidated, a.ID, rs.PolicyVersion()); err != nil {
-		return fmt.Errorf("record revalidation: %w", err)
+	if err := approvalsSetRevalidated(ctx, tx, a.ID, rs.PolicyVersion()); err != nil {
+		return err
 	}
 	if outcome.Authorized {
 		row, err := s.authorize(ctx, tx, nil, inv, lease, now)
@@ -220,7 +220,7 @@ func (s *Service) refuse(ctx context.Context, tx pgx.Tx, after *afterCommit, run
 
 // denyAtResume denies a waiting invocation at resume and writes its events.
 func (s *Service) denyAtResume(ctx context.Context, tx pgx.Tx, after *afterCommit, run api.Run, inv invocationRow, a approvalRow, outcome engine.RevalidationOutcome, reason string, now time.Time) error {
-	if err := denyWaitingInvocation(ctx, tx, inv.ID, reason, now); err != nil {
+	if err := invocationsDenyWaiting(ctx, tx, inv.ID, reason, now); err != nil {
 		return err
 	}
 	cause := outcome.Cause

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -64,10 +63,10 @@ func (s *Service) SubmitRun(ctx context.Context, p engine.Principal, in api.Subm
 	var run api.Run
 	err := s.withTx(ctx, func(tx pgx.Tx, _ *afterCommit) error {
 		var err error
-		run, err = scanRun(tx.QueryRow(ctx, runInsert, newID(), p.TenantID, p.ID, in.SessionID, in.AgentID,
-			in.AgentVersion, profile, scopes, in.Deadline, now))
+		run, err = runsInsert(ctx, tx, newID(), p.TenantID, p.ID, in.SessionID, in.AgentID,
+			in.AgentVersion, profile, scopes, in.Deadline, now)
 		if err != nil {
-			return fmt.Errorf("insert run: %w", err)
+			return err
 		}
 		return insertEvent(ctx, tx, run.TenantID, run.ID, now, api.RunSubmittedPayload{
 			AgentID: run.AgentID, AgentVersion: run.AgentVersion, PolicyProfile: run.PolicyProfile,
@@ -82,7 +81,7 @@ func (s *Service) SubmitRun(ctx context.Context, p engine.Principal, in api.Subm
 // GetRun reads a run of the principal's tenant; another tenant's run is
 // ErrNotFound.
 func (s *Service) GetRun(ctx context.Context, p engine.Principal, runID string) (api.Run, error) {
-	r, err := getRun(ctx, s.pool, p.TenantID, runID, false)
+	r, err := runsGet(ctx, s.pool, p.TenantID, runID, false)
 	if err != nil {
 		return api.Run{}, fmt.Errorf("service: %w", err)
 	}
@@ -116,15 +115,10 @@ func (s *Service) ClaimRun(ctx context.Context, p engine.Principal, in api.Claim
 	now := s.now()
 	err = s.withTx(ctx, func(tx pgx.Tx, _ *afterCommit) error {
 		var err error
-		run, err = scanRun(tx.QueryRow(ctx, runClaim, p.TenantID, in.WorkerID, now.Add(d), now, nullUUID(in.RunID)))
-		if errors.Is(err, pgx.ErrNoRows) {
-			ok = false
-			return nil
+		run, ok, err = runsClaim(ctx, tx, p.TenantID, in.WorkerID, nullUUID(in.RunID), now.Add(d), now)
+		if err != nil || !ok {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("claim: %w", err)
-		}
-		ok = true
 		return insertEvent(ctx, tx, run.TenantID, run.ID, now, api.RunClaimedPayload{
 			WorkerID: run.WorkerID, FencingToken: run.FencingToken,
 		})
@@ -147,15 +141,15 @@ func (s *Service) Heartbeat(ctx context.Context, p engine.Principal, runID strin
 		return api.Run{}, ErrNotFound
 	}
 	now := s.now()
-	r, err := scanRun(s.pool.QueryRow(ctx, runHeartbeat, runID, p.TenantID, lease.WorkerID, lease.FencingToken, now.Add(d), now))
-	if errors.Is(err, pgx.ErrNoRows) {
-		if _, err := getRun(ctx, s.pool, p.TenantID, runID, false); err != nil {
+	r, ok, err := runsHeartbeat(ctx, s.pool, p.TenantID, runID, lease, now.Add(d), now)
+	if err != nil {
+		return api.Run{}, fmt.Errorf("service: heartbeat: %w", err)
+	}
+	if !ok {
+		if _, err := runsGet(ctx, s.pool, p.TenantID, runID, false); err != nil {
 			return api.Run{}, fmt.Errorf("service: heartbeat: %w", err)
 		}
 		return api.Run{}, fmt.Errorf("service: heartbeat: %w", ErrStaleLease)
-	}
-	if err != nil {
-		return api.Run{}, fmt.Errorf("service: heartbeat: %w", err)
 	}
 	return r, nil
 }
@@ -180,7 +174,7 @@ func (s *Service) CompleteRun(ctx context.Context, p engine.Principal, runID str
 			return err
 		}
 		var err error
-		run, _, err = transitionRun(ctx, tx, runID, []string{api.RunRunning}, to, reason, false, now)
+		run, _, err = runsTransition(ctx, tx, runID, []string{api.RunRunning}, to, reason, false, now)
 		if err != nil {
 			return err
 		}
@@ -191,12 +185,6 @@ func (s *Service) CompleteRun(ctx context.Context, p engine.Principal, runID str
 	}
 	return run, nil
 }
-
-// runCheckpointCancel empties the pending approvals of a cancelled run, as
-// resolve and expiry drop theirs: every one of them was just cancelled.
-const runCheckpointCancel = `
-UPDATE runs SET checkpoint = jsonb_set(checkpoint, '{pending_approval_ids}', '[]'::jsonb)
- WHERE id = $1`
 
 // CancelRun cancels a run of the principal's tenant. Outcomes: QUEUED or
 // WAITING_FOR_APPROVAL -> CANCELLED, its pending approvals -> cancelled (the
@@ -212,7 +200,7 @@ func (s *Service) CancelRun(ctx context.Context, p engine.Principal, runID strin
 	now := s.now()
 	var run api.Run
 	err := s.withTx(ctx, func(tx pgx.Tx, after *afterCommit) error {
-		cur, err := getRun(ctx, tx, p.TenantID, runID, true)
+		cur, err := runsGet(ctx, tx, p.TenantID, runID, true)
 		if err != nil {
 			return err
 		}
@@ -220,7 +208,7 @@ func (s *Service) CancelRun(ctx context.Context, p engine.Principal, runID strin
 		case api.RunCompleted, api.RunFailed, api.RunCancelled:
 			return ErrConflict
 		}
-		cancelled, err := cancelApprovalsForRun(ctx, tx, runID, now)
+		cancelled, err := approvalsCancelForRun(ctx, tx, runID, now)
 		if err != nil {
 			return err
 		}
@@ -231,13 +219,13 @@ func (s *Service) CancelRun(ctx context.Context, p engine.Principal, runID strin
 			latency := now.Sub(a.CreatedAt)
 			after.add(func() { s.metrics.ApprovalResolved(engine.ApprovalCancelled, latency) })
 		}
-		if _, err := tx.Exec(ctx, invocationCancelForRun, runID, now); err != nil {
-			return fmt.Errorf("cancel invocations: %w", err)
+		if err := invocationsCancelForRun(ctx, tx, runID, now); err != nil {
+			return err
 		}
-		if _, err := tx.Exec(ctx, runCheckpointCancel, runID); err != nil {
-			return fmt.Errorf("clear checkpoint: %w", err)
+		if err := runsCheckpointCancel(ctx, tx, runID); err != nil {
+			return err
 		}
-		run, _, err = transitionRun(ctx, tx, runID, []string{cur.Status}, api.RunCancelled, "cancelled",
+		run, _, err = runsTransition(ctx, tx, runID, []string{cur.Status}, api.RunCancelled, "cancelled",
 			cur.Status == api.RunRunning, now)
 		if err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"gatehouse/api"
 	"gatehouse/engine"
@@ -127,6 +128,12 @@ UPDATE runs
        updated_at = $3
  WHERE id = $1`
 
+// runCheckpointCancel empties the pending approvals of a cancelled run, as
+// resolve and expiry drop theirs: every one of them was just cancelled.
+const runCheckpointCancel = `
+UPDATE runs SET checkpoint = jsonb_set(checkpoint, '{pending_approval_ids}', '[]'::jsonb)
+ WHERE id = $1`
+
 func scanRun(row pgx.Row) (api.Run, error) {
 	var r api.Run
 	err := row.Scan(&r.ID, &r.TenantID, &r.PrincipalID, &r.SessionID, &r.AgentID, &r.AgentVersion,
@@ -138,8 +145,8 @@ func scanRun(row pgx.Row) (api.Run, error) {
 	return r, err
 }
 
-// getRun reads a run of a tenant; another tenant's run is ErrNotFound.
-func getRun(ctx context.Context, db DBTX, tenantID, runID string, lock bool) (api.Run, error) {
+// runsGet reads a run of a tenant; another tenant's run is ErrNotFound.
+func runsGet(ctx context.Context, db DBTX, tenantID, runID string, lock bool) (api.Run, error) {
 	if !engine.ValidUUID(runID) {
 		return api.Run{}, ErrNotFound
 	}
@@ -167,7 +174,7 @@ func runFrom(row pgx.Row) (api.Run, error) {
 // not RUNNING under this worker's unexpired lease and fencing token (the run
 // is returned so the caller can answer a retry from the record).
 func lockRunForWorker(ctx context.Context, tx DBTX, tenantID, runID string, lease api.Lease, now time.Time) (api.Run, error) {
-	r, err := getRun(ctx, tx, tenantID, runID, true)
+	r, err := runsGet(ctx, tx, tenantID, runID, true)
 	if err != nil {
 		return r, err
 	}
@@ -199,18 +206,13 @@ func lockRunForProposal(ctx context.Context, tx pgx.Tx, tenantID, runID, actionI
 		runErr    error
 		lookupErr error
 	)
-	// The callbacks keep their errors rather than return them: pgx drops
-	// a connection's cached statements of a whole batch a callback fails,
-	// and an unknown run is an answer here, not a failure of the batch.
+	// The queued reads keep their errors rather than fail the batch: pgx
+	// drops a connection's cached statements of a whole batch a callback
+	// fails, and an unknown run is an answer here, not a failure of the
+	// batch.
 	b := &pgx.Batch{}
-	b.Queue(runLock, runID, tenantID).QueryRow(func(row pgx.Row) error {
-		r, runErr = runFrom(row)
-		return nil
-	})
-	b.Queue(invocationGetByAction, runID, actionID).QueryRow(func(row pgx.Row) error {
-		inv, found, lookupErr = invocationFrom(row)
-		return nil
-	})
+	queueRunsLock(b, tenantID, runID, &r, &runErr)
+	queueInvocationsGetByAction(b, runID, actionID, &inv, &found, &lookupErr)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return api.Run{}, invocationRow{}, false, fmt.Errorf("lock run: %w", err)
 	}
@@ -223,9 +225,9 @@ func lockRunForProposal(ctx context.Context, tx pgx.Tx, tenantID, runID, actionI
 	return r, inv, found, checkLease(r, lease, now)
 }
 
-// transitionRun moves a run from one of from to to; ok=false when the run
+// runsTransition moves a run from one of from to to; ok=false when the run
 // was in none of them (someone else moved it first).
-func transitionRun(ctx context.Context, db DBTX, runID string, from []string, to, reason string, fence bool, now time.Time) (api.Run, bool, error) {
+func runsTransition(ctx context.Context, db DBTX, runID string, from []string, to, reason string, fence bool, now time.Time) (api.Run, bool, error) {
 	bump := 0
 	if fence {
 		bump = 1
@@ -243,17 +245,17 @@ func transitionRun(ctx context.Context, db DBTX, runID string, from []string, to
 // failRun fails a run in one of the from statuses and writes run.failed;
 // ok=false when the run was in none of them.
 func failRun(ctx context.Context, db DBTX, runID string, from []string, reason string, now time.Time) (api.Run, bool, error) {
-	r, ok, err := transitionRun(ctx, db, runID, from, api.RunFailed, reason, false, now)
+	r, ok, err := runsTransition(ctx, db, runID, from, api.RunFailed, reason, false, now)
 	if err != nil || !ok {
 		return r, ok, err
 	}
 	return r, true, insertEvent(ctx, db, r.TenantID, r.ID, now, api.RunFailedPayload{FailureReason: reason})
 }
 
-// queueRequeueIfSettled re-queues a parked run with no pending approval left
+// queueRunsRequeueIfSettled re-queues a parked run with no pending approval left
 // and writes run.queued; a run that stays as it is is no error.
 // It is queued on b, in its caller's round trip.
-func queueRequeueIfSettled(b *pgx.Batch, runID string, now time.Time) error {
+func queueRunsRequeueIfSettled(b *pgx.Batch, runID string, now time.Time) error {
 	payload, err := eventPayload(api.RunQueuedPayload{})
 	if err != nil {
 		return err
@@ -267,12 +269,102 @@ func queueRequeueIfSettled(b *pgx.Batch, runID string, now time.Time) error {
 	return nil
 }
 
-func execRun(ctx context.Context, db DBTX, what, q string, args ...any) (int64, error) {
-	tag, err := db.Exec(ctx, q, args...)
+// runsInsert stores a new QUEUED run.
+func runsInsert(ctx context.Context, db DBTX, id, tenantID, principalID, sessionID, agentID, agentVersion, profile string, scopes []string, deadline *time.Time, now time.Time) (api.Run, error) {
+	r, err := scanRun(db.QueryRow(ctx, runInsert, id, tenantID, principalID, sessionID, agentID,
+		agentVersion, profile, scopes, deadline, now))
 	if err != nil {
-		return 0, fmt.Errorf("run %s: %w", what, err)
+		return api.Run{}, fmt.Errorf("insert run: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return r, nil
+}
+
+// queueRunsLock is runsGet with the lock, queued on b: the run, or the
+// error runsGet would return, is in r and runErr once the batch is read,
+// and the batch itself never fails on it. runID must be a uuid.
+func queueRunsLock(b *pgx.Batch, tenantID, runID string, r *api.Run, runErr *error) {
+	b.Queue(runLock, runID, tenantID).QueryRow(func(row pgx.Row) error {
+		*r, *runErr = runFrom(row)
+		return nil
+	})
+}
+
+// runsLockForApproval locks the run of an approval of the tenant; no such
+// approval in the tenant is ErrNotFound.
+func runsLockForApproval(ctx context.Context, db DBTX, tenantID, approvalID string) (api.Run, error) {
+	if !engine.ValidUUID(approvalID) {
+		return api.Run{}, ErrNotFound
+	}
+	return runFrom(db.QueryRow(ctx, runLockForApproval, approvalID, tenantID))
+}
+
+// runsClaim leases the next claimable run of the tenant (only runID when
+// it is not nil) until leaseUntil; ok=false when there is none.
+func runsClaim(ctx context.Context, db DBTX, tenantID, workerID string, runID any, leaseUntil, now time.Time) (api.Run, bool, error) {
+	r, err := scanRun(db.QueryRow(ctx, runClaim, tenantID, workerID, leaseUntil, now, runID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return api.Run{}, false, nil
+	}
+	if err != nil {
+		return api.Run{}, false, fmt.Errorf("claim: %w", err)
+	}
+	return r, true, nil
+}
+
+// runsHeartbeat extends the lease until leaseUntil; ok=false when the
+// lease is no longer held (or there is no such run in the tenant).
+func runsHeartbeat(ctx context.Context, db DBTX, tenantID, runID string, lease api.Lease, leaseUntil, now time.Time) (api.Run, bool, error) {
+	r, err := scanRun(db.QueryRow(ctx, runHeartbeat, runID, tenantID, lease.WorkerID, lease.FencingToken, leaseUntil, now))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return api.Run{}, false, nil
+	}
+	if err != nil {
+		return api.Run{}, false, err
+	}
+	return r, true, nil
+}
+
+// queueRunsCheckpointPark queues park step 3 on b.
+func queueRunsCheckpointPark(b *pgx.Batch, runID, approvalID string, step int, now time.Time) {
+	b.Queue(runCheckpointPark, runID, approvalID, step, now)
+}
+
+// queueRunsPark queues park step 4 on b; a run no longer RUNNING under
+// fencingToken fails the batch with ErrConflict.
+func queueRunsPark(b *pgx.Batch, runID string, fencingToken int64, now time.Time) {
+	b.Queue(runPark, runID, fencingToken, now).Exec(func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("park: run left RUNNING: %w", ErrConflict)
+		}
+		return nil
+	})
+}
+
+// queueRunsReleaseLease queues park step 5 on b.
+func queueRunsReleaseLease(b *pgx.Batch, runID string, now time.Time) {
+	b.Queue(runReleaseLease, runID, now)
+}
+
+// queueRunsCheckpointSettle queues on b the checkpoint update of a settled
+// approval; resumableInvocation "" lists nothing for resume.
+func queueRunsCheckpointSettle(b *pgx.Batch, runID, approvalID, resumableInvocation string, now time.Time) {
+	b.Queue(runCheckpointSettle, runID, approvalID, resumableInvocation, now)
+}
+
+// runsCheckpointResumed drops a resumed invocation from the checkpoint.
+func runsCheckpointResumed(ctx context.Context, db DBTX, runID, invocationID string, now time.Time) error {
+	if _, err := db.Exec(ctx, runCheckpointResumed, runID, invocationID, now); err != nil {
+		return fmt.Errorf("run checkpoint: %w", err)
+	}
+	return nil
+}
+
+// runsCheckpointCancel empties a cancelled run's pending approvals.
+func runsCheckpointCancel(ctx context.Context, db DBTX, runID string) error {
+	if _, err := db.Exec(ctx, runCheckpointCancel, runID); err != nil {
+		return fmt.Errorf("clear checkpoint: %w", err)
+	}
+	return nil
 }
 
 // pastDeadline reports whether the run's deadline has passed at now.
