@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"gatehouse/handlers/internal/httpx"
 )
 
 // Console forms refuse NUL characters as the API does: a 400 naming the
@@ -53,9 +55,9 @@ func TestConsoleFormsAreBounded(t *testing.T) {
 	b := setup(t)
 	hc := b.signedIn("full")
 	a := b.park()
-	big := url.Values{"reason": {strings.Repeat("x", maxBody)}}.Encode()
+	big := url.Values{"reason": {strings.Repeat("x", httpx.MaxBody)}}.Encode()
 	for _, path := range []string{"/login", "/logout", "/logout-everywhere", "/approvals/" + a.ID + "/resolve"} {
-		if r := b.do(hc, http.MethodPost, path, formContentType, strings.NewReader(big)); r.Status != http.StatusRequestEntityTooLarge {
+		if r := b.do(hc, http.MethodPost, path, "application/x-www-form-urlencoded", strings.NewReader(big)); r.Status != http.StatusRequestEntityTooLarge {
 			t.Errorf("POST %s with a %d-byte form: %d, want 413", path, len(big), r.Status)
 		}
 		for _, ct := range []string{"application/json", "multipart/form-data; boundary=x", "text/plain"} {

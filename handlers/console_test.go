@@ -64,6 +64,9 @@ type bundle struct {
 	ip     string // the client address the server sees unless X-Test-Peer says otherwise
 }
 
+// consoleCookie is the console cookie's name on a plain-HTTP base URL.
+const consoleCookie = "gh_session"
+
 // testPeerHeader lets a test pose as another client address.
 const testPeerHeader = "X-Test-Peer"
 
@@ -271,7 +274,7 @@ func (b *bundle) sessionCookie(hc *http.Client) *http.Cookie {
 	b.t.Helper()
 	u, _ := url.Parse(b.base)
 	for _, c := range hc.Jar.Cookies(u) {
-		if c.Name == cookieName {
+		if c.Name == consoleCookie {
 			return c
 		}
 	}

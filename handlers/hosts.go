@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"gatehouse/handlers/internal/httpx"
 )
 
 // hostAllowlist is the set of Host header values the server answers.
@@ -90,7 +92,7 @@ func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		if !s.hosts[canonicalHost(r.Host)] && !isOperationalPath(r.URL.Path) {
-			return newError(http.StatusMisdirectedRequest, codeMisdirected, "This server does not answer for that host name.")
+			return httpx.NewError(http.StatusMisdirectedRequest, httpx.CodeMisdirected, "This server does not answer for that host name.")
 		}
 		return next(c)
 	}

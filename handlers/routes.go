@@ -6,6 +6,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/engine"
+	"gatehouse/handlers/api"
+	"gatehouse/handlers/console"
+	"gatehouse/handlers/internal/httpx"
+	"gatehouse/web"
 )
 
 // Route scopes (DESIGN §6).
@@ -17,38 +21,75 @@ const (
 	scopeApprovalResolve = engine.ScopeApprovalResolve
 )
 
-// routes is the table of contents of the server. Middleware is attached
-// before any route of its group is added (echo issues #1657, #2464: routes
-// added before Use run without it).
+// routes is the table of contents of the server: every route of the API
+// and the console with the scope it asks for. Middleware is attached
+// before any route of its group is added (echo issues #1657, #2464:
+// routes added before Use run without it).
 func (s *Server) routes(e *echo.Echo) {
-	e.Use(s.recoverPanic, withRequestID, s.observe, s.checkHost)
+	e.Use(s.recoverPanic, httpx.WithRequestID, s.observe, s.checkHost)
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(s.cfg.Metrics.Handler()))
-	e.GET("/v1/openapi.json", s.openAPI)
 
-	v1 := e.Group("/v1", s.authenticateBearer, s.rateLimit)
-	v1.GET("/policy", s.policyGet)
-	v1.GET("/tools", s.toolsList, requireScope(scopeRunRead))
+	a := api.New(api.Config{
+		Service: s.cfg.Service, Directory: s.cfg.Directory, Policy: s.cfg.Policy,
+		RateLimit: s.cfg.RateLimit, Now: s.now,
+	})
+	e.GET("/v1/openapi.json", a.OpenAPI)
 
-	v1.POST("/runs", s.runSubmit, requireScope(scopeRunWrite))
-	v1.POST("/runs/claim", s.runClaim, requireScope(scopeRunWrite))
-	v1.GET("/runs/:id", s.runGet, requireScope(scopeRunRead))
-	v1.POST("/runs/:id/heartbeat", s.runHeartbeat, requireScope(scopeRunWrite))
-	v1.POST("/runs/:id/actions", s.actionPropose, requireScope(scopeRunWrite))
-	v1.POST("/runs/:id/invocations/:inv/resume", s.invocationResume, requireScope(scopeRunWrite))
-	v1.POST("/runs/:id/invocations/:inv/result", s.invocationResult, requireScope(scopeRunWrite))
-	v1.POST("/runs/:id/complete", s.runComplete, requireScope(scopeRunWrite))
-	v1.POST("/runs/:id/cancel", s.runCancel, requireScope(scopeRunCancel))
+	v1 := e.Group("/v1", a.AuthenticateBearer, a.LimitRate)
+	v1.GET("/policy", a.PolicyGet)
+	v1.GET("/tools", a.ToolsList, api.RequireScope(scopeRunRead))
 
-	v1.GET("/approvals", s.approvalList, requireScope(scopeApprovalRead))
-	v1.GET("/approvals/:id", s.approvalGet, requireScope(scopeApprovalRead))
-	v1.POST("/approvals/:id/resolve", s.approvalResolve, requireScope(scopeApprovalResolve))
+	v1.POST("/runs", a.RunSubmit, api.RequireScope(scopeRunWrite))
+	v1.POST("/runs/claim", a.RunClaim, api.RequireScope(scopeRunWrite))
+	v1.GET("/runs/:id", a.RunGet, api.RequireScope(scopeRunRead))
+	v1.POST("/runs/:id/heartbeat", a.RunHeartbeat, api.RequireScope(scopeRunWrite))
+	v1.POST("/runs/:id/actions", a.ActionPropose, api.RequireScope(scopeRunWrite))
+	v1.POST("/runs/:id/invocations/:inv/resume", a.InvocationResume, api.RequireScope(scopeRunWrite))
+	v1.POST("/runs/:id/invocations/:inv/result", a.InvocationResult, api.RequireScope(scopeRunWrite))
+	v1.POST("/runs/:id/complete", a.RunComplete, api.RequireScope(scopeRunWrite))
+	v1.POST("/runs/:id/cancel", a.RunCancel, api.RequireScope(scopeRunCancel))
 
-	v1.GET("/events", s.eventList, requireScope(scopeRunRead))
+	v1.GET("/approvals", a.ApprovalList, api.RequireScope(scopeApprovalRead))
+	v1.GET("/approvals/:id", a.ApprovalGet, api.RequireScope(scopeApprovalRead))
+	v1.POST("/approvals/:id/resolve", a.ApprovalResolve, api.RequireScope(scopeApprovalResolve))
 
-	s.registerConsoleRoutes(e)
+	v1.GET("/events", a.EventList, api.RequireScope(scopeRunRead))
+
+	s.consoleRoutes(e)
+}
+
+// consoleRoutes mounts the console. Every group's middleware is attached
+// when the group is created, before its first route.
+func (s *Server) consoleRoutes(e *echo.Echo) {
+	cn := console.New(console.Config{
+		Service: s.cfg.Service, Sessions: s.cfg.Sessions, Directory: s.cfg.Directory, Policy: s.cfg.Policy,
+		BaseURL: s.cfg.BaseURL, DevMode: s.cfg.DevMode, SessionKeys: s.cfg.SessionKeys, Now: s.now, Logger: s.log,
+	})
+
+	e.Match([]string{http.MethodGet, http.MethodHead}, "/static/*", console.StaticFiles(web.Static()), console.WithSecurityHeaders, console.CacheStatic)
+
+	login := e.Group("", console.WithSecurityHeaders, cn.RefuseCrossOrigin, console.ReadForm, cn.LoginToken, console.RequireFormToken)
+	login.GET("/login", cn.LoginShow)
+	login.POST("/login", cn.LoginSubmit)
+
+	pages := e.Group("", console.WithSecurityHeaders, cn.RefuseCrossOrigin, console.ReadForm, cn.RequireSession, console.RequireFormToken)
+	// Each page asks for the scope the API asks for the same data.
+	pages.GET("/", cn.Queue, console.RequireScope(scopeApprovalRead))
+	pages.GET("/approvals/:id", cn.ApprovalShow, console.RequireScope(scopeApprovalRead))
+	pages.POST("/approvals/:id/resolve", cn.ApprovalResolve, console.RequireScope(scopeApprovalResolve))
+	pages.GET("/history", cn.History, console.RequireScope(scopeApprovalRead))
+	pages.GET("/runs/:id", cn.RunShow, console.RequireScope(scopeRunRead))
+	pages.GET("/policy", cn.PolicyShow, console.RequireScope(scopeRunRead))
+	pages.GET("/overview", cn.Overview, console.RequireScope(scopeApprovalRead))
+	pages.POST("/logout", cn.Logout)
+	pages.POST("/logout-everywhere", cn.LogoutEverywhere)
+
+	// The queue's poll does not count as activity (idle timeout).
+	poll := e.Group("", console.WithSecurityHeaders, cn.RefuseCrossOrigin, cn.RequireQuietSession)
+	poll.GET("/queue/updates", cn.QueueUpdates, console.RequireScope(scopeApprovalRead))
 }
 
 func (s *Server) healthz(c echo.Context) error {
@@ -58,11 +99,11 @@ func (s *Server) healthz(c echo.Context) error {
 // readyz is ready when the database answers and a policy is loaded.
 func (s *Server) readyz(c echo.Context) error {
 	if _, ok := s.cfg.Policy.Ruleset(""); !ok {
-		return newError(http.StatusServiceUnavailable, codeUnavailable, "no policy loaded")
+		return httpx.NewError(http.StatusServiceUnavailable, httpx.CodeUnavailable, "no policy loaded")
 	}
 	if err := s.cfg.Service.Ping(c.Request().Context()); err != nil {
-		s.log.WarnContext(c.Request().Context(), "readiness: database ping failed", "request_id", requestID(c), "error", err)
-		return newError(http.StatusServiceUnavailable, codeUnavailable, "database unavailable")
+		s.log.WarnContext(c.Request().Context(), "readiness: database ping failed", "request_id", httpx.RequestID(c), "error", err)
+		return httpx.NewError(http.StatusServiceUnavailable, httpx.CodeUnavailable, "database unavailable")
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }

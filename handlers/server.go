@@ -1,5 +1,8 @@
-// Package handlers serves the JSON API (/v1) and the console pages over the
-// same service methods.
+// Package handlers is the HTTP server: its Config, the route table that
+// lists the JSON API (handlers/api) and the console pages
+// (handlers/console) with their scopes, and what every request goes
+// through (request ids, logging, panics, the Host check, the one error
+// handler).
 package handlers
 
 import (
@@ -11,6 +14,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/auth"
+	"gatehouse/handlers/api"
+	"gatehouse/handlers/console"
+	"gatehouse/handlers/internal/httpx"
 	"gatehouse/internal/metrics"
 	"gatehouse/rules"
 )
@@ -49,23 +55,24 @@ type Config struct {
 	IPExtractor echo.IPExtractor
 }
 
-// RateLimit is a token bucket per principal.
-type RateLimit struct {
-	PerSecond float64
-	Burst     int
-}
+// RateLimit is a token bucket per principal (api.RateLimit).
+type RateLimit = api.RateLimit
 
-// DefaultRateLimit is generous: it stops a runaway loop, not a busy agent.
-var DefaultRateLimit = RateLimit{PerSecond: 50, Burst: 100}
+// Service is what the API and the console call; *service.Service
+// satisfies it.
+type Service = httpx.Service
 
-// Server holds what every handler needs.
+// Sessions is the console's server-side sessions and sign-in throttle;
+// *service.ConsoleSessions satisfies it.
+type Sessions = console.Sessions
+
+// Server is the router with the API and the console mounted on it.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	now     func() time.Time
-	limiter *limiter
-	hosts   hostAllowlist
-	echo    *echo.Echo
+	cfg   Config
+	log   *slog.Logger
+	now   func() time.Time
+	hosts hostAllowlist
+	echo  *echo.Echo
 }
 
 // New builds the server and its routes.
@@ -89,7 +96,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.RateLimit == (RateLimit{}) {
-		cfg.RateLimit = DefaultRateLimit
+		cfg.RateLimit = api.DefaultRateLimit
 	}
 	if cfg.RateLimit.PerSecond <= 0 || cfg.RateLimit.Burst < 1 {
 		return nil, errors.New("handlers: rate limit needs a positive rate and a burst of at least 1")
@@ -102,11 +109,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		now:     cfg.Now,
-		limiter: newLimiter(cfg.RateLimit, cfg.Now),
-		hosts:   hosts,
+		cfg:   cfg,
+		log:   cfg.Logger,
+		now:   cfg.Now,
+		hosts: hosts,
 	}
 	e := echo.New()
 	e.HideBanner = true

@@ -1,4 +1,4 @@
-package handlers
+package console
 
 import (
 	"net/http"
@@ -6,23 +6,24 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gatehouse/handlers/internal/httpx"
 	"gatehouse/service"
 	"gatehouse/web/templates"
 )
 
-// runShow is one run: its invocations with their decisions, and its events.
-func (cn *console) runShow(c echo.Context) error {
-	p, _ := principalOf(c)
+// RunShow is one run: its invocations with their decisions, and its events.
+func (cn *Console) RunShow(c echo.Context) error {
+	p, _ := httpx.PrincipalOf(c)
 	ctx := c.Request().Context()
-	run, err := cn.s.cfg.Service.GetRun(ctx, p, c.Param("id"))
+	run, err := cn.svc.GetRun(ctx, p, c.Param("id"))
 	if err != nil {
 		return err
 	}
-	invs, err := cn.s.cfg.Service.ListInvocations(ctx, p, run.ID)
+	invs, err := cn.svc.ListInvocations(ctx, p, run.ID)
 	if err != nil {
 		return err
 	}
-	evs, err := cn.s.cfg.Service.ListEvents(ctx, p, service.EventFilter{RunID: run.ID, Limit: timelineLimit})
+	evs, err := cn.svc.ListEvents(ctx, p, service.EventFilter{RunID: run.ID, Limit: timelineLimit})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package handlers
+package console
 
 import (
 	"net/http"
@@ -8,15 +8,16 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/engine"
+	"gatehouse/handlers/internal/httpx"
 	"gatehouse/service"
 	"gatehouse/web/templates"
 )
 
-// overview is the dashboard: pending by risk, resolution latency, and
+// Overview is the dashboard: pending by risk, resolution latency, and
 // expiries, denials and approvals per hour over the last day.
-func (cn *console) overview(c echo.Context) error {
-	p, _ := principalOf(c)
-	o, err := cn.s.cfg.Service.Overview(c.Request().Context(), p)
+func (cn *Console) Overview(c echo.Context) error {
+	p, _ := httpx.PrincipalOf(c)
+	o, err := cn.svc.Overview(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package handlers
+package console
 
 import (
 	"net/http"
@@ -8,16 +8,17 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/engine"
+	"gatehouse/handlers/internal/httpx"
 	"gatehouse/service"
 	"gatehouse/web/templates"
 )
 
 const dateLayout = "2006-01-02"
 
-// history lists resolved approvals, newest first, filtered by status,
+// History lists resolved approvals, newest first, filtered by status,
 // resolver, risk and date (a plain GET form; the "older" link is a keyset
 // cursor).
-func (cn *console) history(c echo.Context) error {
+func (cn *Console) History(c echo.Context) error {
 	q := c.QueryParams()
 	fm := templates.HistoryFilter{
 		Status:     q.Get("status"),
@@ -31,8 +32,8 @@ func (cn *console) history(c echo.Context) error {
 		return err
 	}
 	f.Cursor = q.Get("cursor")
-	p, _ := principalOf(c)
-	list, err := cn.s.cfg.Service.ListApprovals(c.Request().Context(), p, f)
+	p, _ := httpx.PrincipalOf(c)
+	list, err := cn.svc.ListApprovals(c.Request().Context(), p, f)
 	if err != nil {
 		return err
 	}
@@ -41,7 +42,7 @@ func (cn *console) history(c echo.Context) error {
 		return err
 	}
 	m := templates.HistoryPage{Page: page, Filter: fm}
-	now := cn.s.now()
+	now := cn.now()
 	for _, a := range list.Items {
 		m.Rows = append(m.Rows, cardView(a, p, now, ""))
 	}
@@ -64,28 +65,28 @@ func historyFilter(fm templates.HistoryFilter) (service.ApprovalFilter, error) {
 	if fm.Status != "" {
 		st := engine.ApprovalStatus(fm.Status)
 		if !st.Valid() || st == engine.ApprovalPending {
-			return f, invalid("Unknown status.")
+			return f, httpx.Invalid("Unknown status.")
 		}
 		f.Status = st
 	}
 	if fm.Risk != "" {
 		r := engine.RiskLevel(fm.Risk)
 		if !r.Valid() {
-			return f, invalid("Unknown risk.")
+			return f, httpx.Invalid("Unknown risk.")
 		}
 		f.Risk = r
 	}
 	if fm.Since != "" {
 		t, err := time.Parse(dateLayout, fm.Since)
 		if err != nil {
-			return f, invalid("The From date must look like 2026-01-31.")
+			return f, httpx.Invalid("The From date must look like 2026-01-31.")
 		}
 		f.Since = &t
 	}
 	if fm.Until != "" {
 		t, err := time.Parse(dateLayout, fm.Until)
 		if err != nil {
-			return f, invalid("The To date must look like 2026-01-31.")
+			return f, httpx.Invalid("The To date must look like 2026-01-31.")
 		}
 		// The To day is included: the bound is the next midnight.
 		t = t.AddDate(0, 0, 1)

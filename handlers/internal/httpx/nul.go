@@ -1,4 +1,4 @@
-package handlers
+package httpx
 
 import (
 	"fmt"
@@ -20,9 +20,9 @@ func nulField(v any, tag string) (string, bool) {
 	return findString(reflect.ValueOf(v), "", tag, func(s string) bool { return strings.IndexByte(s, 0) >= 0 })
 }
 
-// invalidUTF8Field is nulField for strings that are not valid UTF-8 (form
+// InvalidUTF8Field is nulField for strings that are not valid UTF-8 (form
 // values are percent-decoded bytes; JSON is checked by the decoder).
-func invalidUTF8Field(v any, tag string) (string, bool) {
+func InvalidUTF8Field(v any, tag string) (string, bool) {
 	return findString(reflect.ValueOf(v), "", tag, func(s string) bool { return !utf8.ValidString(s) })
 }
 
@@ -90,10 +90,10 @@ func joinPath(path, name string) string {
 	return path + "." + name
 }
 
-// refuseNUL is the 400 for a NUL character in a request field.
-func refuseNUL(v any, tag string) error {
+// RefuseNUL is the 400 for a NUL character in a request field.
+func RefuseNUL(v any, tag string) error {
 	if field, ok := nulField(v, tag); ok {
-		return invalid(fmt.Sprintf("field %q must not contain the NUL character (\\u0000)", field))
+		return Invalid(fmt.Sprintf("field %q must not contain the NUL character (\\u0000)", field))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package handlers
+package console
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/auth"
+	"gatehouse/handlers/internal/httpx"
 	"gatehouse/service"
 	"gatehouse/web/templates"
 )
@@ -33,9 +34,9 @@ const loginSlotWait = time.Second
 // still counts against one row key, not an unbounded string.
 const maxAccountLen = 128
 
-// loginToken gives the sign-in form its token before there is a session:
+// LoginToken gives the sign-in form its token before there is a session:
 // a random value in the signed cookie that the form must echo.
-func (cn *console) loginToken(next echo.HandlerFunc) echo.HandlerFunc {
+func (cn *Console) LoginToken(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if tok, _ := cn.cookie(c).Values[cookieKeyLogin].(string); tok != "" {
 			c.Set(ctxConsoleCSRF, tok)
@@ -44,12 +45,12 @@ func (cn *console) loginToken(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// loginShow renders the sign-in form, or sends a signed-in human on.
-func (cn *console) loginShow(c echo.Context) error {
+// LoginShow renders the sign-in form, or sends a signed-in human on.
+func (cn *Console) LoginShow(c echo.Context) error {
 	next := safeNext(c.QueryParam("next"))
 	if _, ok, err := cn.currentSession(c, true); err != nil {
 		return err
-	} else if ok || cn.s.cfg.DevMode {
+	} else if ok || cn.dev {
 		return redirect(c, next)
 	}
 	tok, err := cn.ensureLoginToken(c)
@@ -59,7 +60,7 @@ func (cn *console) loginShow(c echo.Context) error {
 	return cn.renderLogin(c, http.StatusOK, templates.LoginPage{Next: next}, tok)
 }
 
-func (cn *console) ensureLoginToken(c echo.Context) (string, error) {
+func (cn *Console) ensureLoginToken(c echo.Context) (string, error) {
 	sess := cn.cookie(c)
 	tok, _ := sess.Values[cookieKeyLogin].(string)
 	if tok == "" {
@@ -72,16 +73,16 @@ func (cn *console) ensureLoginToken(c echo.Context) (string, error) {
 	return tok, nil
 }
 
-func (cn *console) renderLogin(c echo.Context, status int, m templates.LoginPage, tok string) error {
+func (cn *Console) renderLogin(c echo.Context, status int, m templates.LoginPage, tok string) error {
 	m.Page = templates.Page{Title: "Sign in", CSRF: tok}
 	return cn.render(c, status, templates.Login(m))
 }
 
-// loginSubmit checks the password (argon2id in the directory) under the
+// LoginSubmit checks the password (argon2id in the directory) under the
 // failure budgets of service.LoginThrottle, kept in PostgreSQL.
 // The attempt is recorded before the password is checked, so parallel
 // guesses cannot all pass one budget check.
-func (cn *console) loginSubmit(c echo.Context) error {
+func (cn *Console) LoginSubmit(c echo.Context) error {
 	var f loginForm
 	if err := bindForm(c, &f); err != nil {
 		return err
@@ -94,7 +95,7 @@ func (cn *console) loginSubmit(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	form := templates.LoginPage{UserID: f.ID, Next: f.Next}
-	addr, now := c.RealIP(), cn.s.now()
+	addr, now := c.RealIP(), cn.now()
 	verdict, wait, err := cn.store.LoginAttempt(ctx, account, addr, now)
 	if err != nil {
 		return err
@@ -114,7 +115,7 @@ func (cn *console) loginSubmit(c echo.Context) error {
 		return cn.renderLogin(c, http.StatusTooManyRequests, form, tok)
 	}
 	slotCtx, cancel := context.WithTimeout(ctx, loginSlotWait)
-	p, ok, err := cn.s.cfg.Directory.Login(slotCtx, strings.TrimSpace(f.ID), f.Password)
+	p, ok, err := cn.dir.Login(slotCtx, strings.TrimSpace(f.ID), f.Password)
 	cancel()
 	if errors.Is(err, auth.ErrBusy) {
 		if err := cn.store.LoginReleased(ctx, account, addr, now); err != nil {
@@ -137,21 +138,21 @@ func (cn *console) loginSubmit(c echo.Context) error {
 	if _, err := cn.signIn(c, p); err != nil {
 		return err
 	}
-	cn.s.log.InfoContext(ctx, "console sign-in", "request_id", requestID(c), "principal", p.ID, "tenant", p.TenantID)
+	cn.log.InfoContext(ctx, "console sign-in", "request_id", httpx.RequestID(c), "principal", p.ID, "tenant", p.TenantID)
 	return redirect(c, f.Next)
 }
 
-// logout ends this session: the row goes, so the old cookie is worthless
+// Logout ends this session: the row goes, so the old cookie is worthless
 // even if it was copied.
-func (cn *console) logout(c echo.Context) error {
+func (cn *Console) Logout(c echo.Context) error {
 	if err := cn.store.Delete(c.Request().Context(), sessionOf(c).ID); err != nil {
 		return err
 	}
 	return cn.clearCookie(c)
 }
 
-// logoutEverywhere ends every session of the signed-in principal.
-func (cn *console) logoutEverywhere(c echo.Context) error {
+// LogoutEverywhere ends every session of the signed-in principal.
+func (cn *Console) LogoutEverywhere(c echo.Context) error {
 	p := sessionOf(c).Principal
 	if err := cn.store.DeletePrincipal(c.Request().Context(), p.TenantID, p.ID); err != nil {
 		return err
@@ -159,7 +160,7 @@ func (cn *console) logoutEverywhere(c echo.Context) error {
 	return cn.clearCookie(c)
 }
 
-func (cn *console) clearCookie(c echo.Context) error {
+func (cn *Console) clearCookie(c echo.Context) error {
 	sess := cn.cookie(c)
 	sess.Values = map[any]any{}
 	sess.Options.MaxAge = -1

@@ -1,4 +1,4 @@
-package handlers
+package console
 
 import (
 	"net/http"
@@ -8,14 +8,15 @@ import (
 
 	"gatehouse/api"
 	"gatehouse/engine"
+	"gatehouse/handlers/internal/httpx"
 	"gatehouse/service"
 	"gatehouse/web/templates"
 )
 
-// queue is the pending queue: one keyset page in queue order. Under HTMX
+// Queue is the pending queue: one keyset page in queue order. Under HTMX
 // (the "more" link) it answers with the next cards only.
-func (cn *console) queue(c echo.Context) error {
-	p, _ := principalOf(c)
+func (cn *Console) Queue(c echo.Context) error {
+	p, _ := httpx.PrincipalOf(c)
 	ctx := c.Request().Context()
 	cursor := c.QueryParam("cursor")
 	page, err := cn.page(c, "queue", "")
@@ -26,11 +27,11 @@ func (cn *console) queue(c echo.Context) error {
 	if !page.Partial {
 		// The watermark is read before the list: an approval requested in
 		// between arrives twice (console.js drops the copy), never zero times.
-		if m.Poll.After, err = cn.s.cfg.Service.EventWatermark(ctx, p); err != nil {
+		if m.Poll.After, err = cn.svc.EventWatermark(ctx, p); err != nil {
 			return err
 		}
 	}
-	list, err := cn.s.cfg.Service.ListApprovals(ctx, p, service.ApprovalFilter{Limit: queuePageSize, Cursor: cursor})
+	list, err := cn.svc.ListApprovals(ctx, p, service.ApprovalFilter{Limit: queuePageSize, Cursor: cursor})
 	if err != nil {
 		return err
 	}
@@ -38,7 +39,7 @@ func (cn *console) queue(c echo.Context) error {
 		page.Pending = pendingText(list)
 	}
 	m.Page = page
-	now := cn.s.now()
+	now := cn.now()
 	for _, a := range list.Items {
 		card := cardView(a, p, now, "")
 		card.CSRF, card.Back = page.CSRF, "/"
@@ -68,21 +69,21 @@ func countText(n int, more bool) string {
 // polls.
 const maxUpdateEvents = 100
 
-// queueUpdates answers the queue's poll: approvals requested or resolved
+// QueueUpdates answers the queue's poll: approvals requested or resolved
 // after the watermark, the count, and a poller with the new watermark.
-func (cn *console) queueUpdates(c echo.Context) error {
+func (cn *Console) QueueUpdates(c echo.Context) error {
 	after := c.QueryParam("after")
 	if after == "" {
-		return invalid("after must be a watermark")
+		return httpx.Invalid("after must be a watermark")
 	}
-	p, _ := principalOf(c)
-	ch, err := cn.s.cfg.Service.QueueChangesSince(c.Request().Context(), p, after, maxUpdateEvents, queuePageSize)
+	p, _ := httpx.PrincipalOf(c)
+	ch, err := cn.svc.QueueChangesSince(c.Request().Context(), p, after, maxUpdateEvents, queuePageSize)
 	if err != nil {
 		return err
 	}
 	u := templates.QueueUpdate{Poll: templates.Poll{After: ch.Cursor}}
 	if len(ch.Approvals) > 0 {
-		now := cn.s.now()
+		now := cn.now()
 		csrf := sessionOf(c).CSRF
 		for _, a := range ch.Approvals {
 			card := cardView(a, p, now, "")

@@ -1,4 +1,4 @@
-package handlers
+package api
 
 import (
 	"encoding/json"
@@ -8,42 +8,36 @@ import (
 
 	"gatehouse/api"
 	"gatehouse/engine"
+	"gatehouse/handlers/internal/httpx"
 )
 
-// principal is the authenticated principal; the auth middleware guarantees
-// one on every /v1 route that calls this.
-func principal(c echo.Context) engine.Principal {
-	p, _ := principalOf(c)
-	return p
-}
-
-func (s *Server) runSubmit(c echo.Context) error {
+func (h *Handlers) RunSubmit(c echo.Context) error {
 	var in api.SubmitRunInput
-	if err := decodeJSON(c, &in); err != nil {
+	if err := httpx.DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	run, err := s.cfg.Service.SubmitRun(c.Request().Context(), principal(c), in)
+	run, err := h.svc.SubmitRun(c.Request().Context(), principal(c), in)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, run)
 }
 
-func (s *Server) runGet(c echo.Context) error {
-	run, err := s.cfg.Service.GetRun(c.Request().Context(), principal(c), c.Param("id"))
+func (h *Handlers) RunGet(c echo.Context) error {
+	run, err := h.svc.GetRun(c.Request().Context(), principal(c), c.Param("id"))
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, run)
 }
 
-// runClaim answers 204 when there is nothing to claim.
-func (s *Server) runClaim(c echo.Context) error {
+// RunClaim answers 204 when there is nothing to claim.
+func (h *Handlers) RunClaim(c echo.Context) error {
 	var in api.ClaimInput
-	if err := decodeJSON(c, &in); err != nil {
+	if err := httpx.DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	run, ok, err := s.cfg.Service.ClaimRun(c.Request().Context(), principal(c), in)
+	run, ok, err := h.svc.ClaimRun(c.Request().Context(), principal(c), in)
 	if err != nil {
 		return err
 	}
@@ -53,19 +47,19 @@ func (s *Server) runClaim(c echo.Context) error {
 	return c.JSON(http.StatusOK, run)
 }
 
-func (s *Server) runHeartbeat(c echo.Context) error {
+func (h *Handlers) RunHeartbeat(c echo.Context) error {
 	var in api.HeartbeatRequest
-	if err := decodeJSON(c, &in); err != nil {
+	if err := httpx.DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	run, err := s.cfg.Service.Heartbeat(c.Request().Context(), principal(c), c.Param("id"), in.Lease, in.LeaseSeconds)
+	run, err := h.svc.Heartbeat(c.Request().Context(), principal(c), c.Param("id"), in.Lease, in.LeaseSeconds)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, run)
 }
 
-// actionPropose answers a proposal. An action the strict decoder refuses
+// ActionPropose answers a proposal. An action the strict decoder refuses
 // for its shape (a field of the wrong type or range, a field the schema
 // does not have) is still a proposal when its action_id and the lease can
 // be read: the seed answers it DENY policy.unclassifiable_action, recorded
@@ -73,22 +67,22 @@ func (s *Server) runHeartbeat(c echo.Context) error {
 // body that cannot be read as a proposal at all stays a 400: not JSON,
 // bytes the strict decoder refuses (duplicate keys, invalid UTF-8, NUL), no
 // action, no usable action_id, a malformed lease.
-func (s *Server) actionPropose(c echo.Context) error {
-	body, err := readBody(c)
+func (h *Handlers) ActionPropose(c echo.Context) error {
+	body, err := httpx.ReadBody(c)
 	if err != nil {
 		return err
 	}
 	ctx, p, runID := c.Request().Context(), principal(c), c.Param("id")
 	var in api.ProposeRequest
 	var res api.ProposeResult
-	if decodeErr := decodeBody(body, &in); decodeErr != nil {
+	if decodeErr := httpx.DecodeBody(body, &in); decodeErr != nil {
 		readable, ok := readableProposal(body)
 		if !ok {
 			return decodeErr
 		}
-		res, err = s.cfg.Service.ProposeUnreadable(ctx, p, runID, readable.Lease, readable.Action)
+		res, err = h.svc.ProposeUnreadable(ctx, p, runID, readable.Lease, readable.Action)
 	} else {
-		res, err = s.cfg.Service.Propose(ctx, p, runID, in.Lease, in.Action)
+		res, err = h.svc.Propose(ctx, p, runID, in.Lease, in.Action)
 	}
 	if err != nil {
 		return err
@@ -124,51 +118,51 @@ func readableProposal(body []byte) (api.ProposeRequest, bool) {
 			_ = engine.DecodeStrict(one, &out.Action)
 		}
 	}
-	if refuseNUL(&out, "json") != nil {
+	if httpx.RefuseNUL(&out, "json") != nil {
 		return api.ProposeRequest{}, false
 	}
 	return out, true
 }
 
-func (s *Server) invocationResume(c echo.Context) error {
+func (h *Handlers) InvocationResume(c echo.Context) error {
 	var in api.ResumeRequest
-	if err := decodeJSON(c, &in); err != nil {
+	if err := httpx.DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	res, err := s.cfg.Service.Resume(c.Request().Context(), principal(c), c.Param("id"), c.Param("inv"), in.Lease, in.ResumeInput)
+	res, err := h.svc.Resume(c.Request().Context(), principal(c), c.Param("id"), c.Param("inv"), in.Lease, in.ResumeInput)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, res)
 }
 
-func (s *Server) invocationResult(c echo.Context) error {
+func (h *Handlers) InvocationResult(c echo.Context) error {
 	var in api.StatusRequest
-	if err := decodeJSON(c, &in); err != nil {
+	if err := httpx.DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	inv, err := s.cfg.Service.RecordResult(c.Request().Context(), principal(c), c.Param("id"), c.Param("inv"), in.Lease, in.Status)
+	inv, err := h.svc.RecordResult(c.Request().Context(), principal(c), c.Param("id"), c.Param("inv"), in.Lease, in.Status)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, inv)
 }
 
-func (s *Server) runComplete(c echo.Context) error {
+func (h *Handlers) RunComplete(c echo.Context) error {
 	var in api.StatusRequest
-	if err := decodeJSON(c, &in); err != nil {
+	if err := httpx.DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	run, err := s.cfg.Service.CompleteRun(c.Request().Context(), principal(c), c.Param("id"), in.Lease, in.Status)
+	run, err := h.svc.CompleteRun(c.Request().Context(), principal(c), c.Param("id"), in.Lease, in.Status)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, run)
 }
 
-// runCancel takes no body; any body sent is ignored.
-func (s *Server) runCancel(c echo.Context) error {
-	run, err := s.cfg.Service.CancelRun(c.Request().Context(), principal(c), c.Param("id"))
+// RunCancel takes no body; any body sent is ignored.
+func (h *Handlers) RunCancel(c echo.Context) error {
+	run, err := h.svc.CancelRun(c.Request().Context(), principal(c), c.Param("id"))
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package handlers
+package console
 
 import (
 	"net/http"
@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/engine"
+	"gatehouse/handlers/internal/httpx"
 	"gatehouse/service"
 	"gatehouse/web/templates"
 )
@@ -17,25 +18,25 @@ type resolveForm struct {
 	Next       string `form:"next"`
 }
 
-// approvalResolve approves or denies through the same service method as
+// ApprovalResolve approves or denies through the same service method as
 // the API. Under HTMX it answers with the card, which swaps in place; a
 // conflict (someone else was first) is a 409 whose card says who and how.
 // Without JavaScript it redirects back with a flash.
-func (cn *console) approvalResolve(c echo.Context) error {
+func (cn *Console) ApprovalResolve(c echo.Context) error {
 	var f resolveForm
 	if err := bindForm(c, &f); err != nil {
 		return err
 	}
 	res := engine.ApprovalResolutionType(f.Resolution)
 	if res != engine.ResolutionApproveOnce && res != engine.ResolutionDeny {
-		return invalid("Choose approve or deny.")
+		return httpx.Invalid("Choose approve or deny.")
 	}
 	if len(f.Reason) > service.MaxReasonLength {
-		return invalid("The reason is too long (500 characters at most).")
+		return httpx.Invalid("The reason is too long (500 characters at most).")
 	}
-	p, _ := principalOf(c)
+	p, _ := httpx.PrincipalOf(c)
 	ctx := c.Request().Context()
-	out, err := cn.s.cfg.Service.ResolveApproval(ctx, p, c.Param("id"), res, f.Reason)
+	out, err := cn.svc.ResolveApproval(ctx, p, c.Param("id"), res, f.Reason)
 	if err != nil {
 		return err
 	}
@@ -43,7 +44,7 @@ func (cn *console) approvalResolve(c echo.Context) error {
 	if out.Result == service.ResolveConflict {
 		status = http.StatusConflict
 	}
-	card := cardView(out.Approval, p, cn.s.now(), out.Result)
+	card := cardView(out.Approval, p, cn.now(), out.Result)
 	if !isHTMX(c) {
 		kind := "ok"
 		if status == http.StatusConflict {

@@ -1,31 +1,33 @@
-package handlers
+package console
 
 import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
+	"gatehouse/engine"
+	"gatehouse/handlers/internal/httpx"
 	"gatehouse/service"
 	"gatehouse/web/templates"
 )
 
-// approvalShow is one approval, its arguments whole (the card shows the
+// ApprovalShow is one approval, its arguments whole (the card shows the
 // first 512 characters of each), with, for a viewer holding run.read (what
 // GET /v1/events needs), its run's timeline.
-func (cn *console) approvalShow(c echo.Context) error {
-	p, _ := principalOf(c)
+func (cn *Console) ApprovalShow(c echo.Context) error {
+	p, _ := httpx.PrincipalOf(c)
 	ctx := c.Request().Context()
-	a, err := cn.s.cfg.Service.GetApproval(ctx, p, c.Param("id"))
+	a, err := cn.svc.GetApproval(ctx, p, c.Param("id"))
 	if err != nil {
 		return err
 	}
-	args, digests, err := cn.s.cfg.Service.GetApprovalArguments(ctx, p, a.ID)
+	args, digests, err := cn.svc.GetApprovalArguments(ctx, p, a.ID)
 	if err != nil {
 		return err
 	}
 	m := templates.DetailPage{PolicyVersion: a.PolicyVersion}
-	if hasScope(c, scopeRunRead) {
-		evs, err := cn.s.cfg.Service.ListEvents(ctx, p, service.EventFilter{RunID: a.RunID, Limit: timelineLimit})
+	if hasScope(c, engine.ScopeRunRead) {
+		evs, err := cn.svc.ListEvents(ctx, p, service.EventFilter{RunID: a.RunID, Limit: timelineLimit})
 		if err != nil {
 			return err
 		}
@@ -34,7 +36,7 @@ func (cn *console) approvalShow(c echo.Context) error {
 	if m.Page, err = cn.page(c, "", "Approval"); err != nil {
 		return err
 	}
-	m.Card = detailCardView(a, args, digests, p, cn.s.now())
+	m.Card = detailCardView(a, args, digests, p, cn.now())
 	m.Card.CSRF, m.Card.Back = m.CSRF, m.Card.DetailURL()
 	return cn.render(c, http.StatusOK, templates.Detail(m))
 }

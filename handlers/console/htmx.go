@@ -1,4 +1,4 @@
-package handlers
+package console
 
 import (
 	"net/http"

@@ -1,8 +1,7 @@
-package handlers
+package httpx
 
 import (
 	"context"
-	"time"
 
 	"gatehouse/api"
 	"gatehouse/engine"
@@ -10,8 +9,8 @@ import (
 )
 
 // Service is what the API and the console call; *service.Service satisfies
-// it. Declaring it here keeps handlers testable against the real service
-// while naming exactly the surface the HTTP layer depends on.
+// it. Declaring it here keeps the handlers testable against the real
+// service while naming exactly the surface the HTTP layer depends on.
 type Service interface {
 	SubmitRun(ctx context.Context, p engine.Principal, in api.SubmitRunInput) (api.Run, error)
 	GetRun(ctx context.Context, p engine.Principal, runID string) (api.Run, error)
@@ -36,18 +35,3 @@ type Service interface {
 }
 
 var _ Service = (*service.Service)(nil)
-
-// Sessions is what the console keeps in the database: its server-side
-// sessions and the sign-in throttle. *service.ConsoleSessions satisfies it.
-type Sessions interface {
-	Create(ctx context.Context, id, tenantID, principalID, csrf string, now time.Time) error
-	Get(ctx context.Context, id string, now time.Time, touch bool) (service.ConsoleSession, bool, error)
-	Delete(ctx context.Context, id string) error
-	DeletePrincipal(ctx context.Context, tenantID, principalID string) error
-	LoginAttempt(ctx context.Context, account, addr string, now time.Time) (service.LoginVerdict, time.Duration, error)
-	LoginReleased(ctx context.Context, account, addr string, now time.Time) error
-	LoginSucceeded(ctx context.Context, account, addr string) error
-	ThrottleWindow() time.Duration
-}
-
-var _ Sessions = (*service.ConsoleSessions)(nil)

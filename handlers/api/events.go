@@ -1,4 +1,4 @@
-package handlers
+package api
 
 import (
 	"net/http"
@@ -7,27 +7,28 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/api"
+	"gatehouse/handlers/internal/httpx"
 	"gatehouse/service"
 )
 
 // maxEventWait bounds a long-poll, below common proxy idle timeouts.
 const maxEventWait = 30
 
-// eventList returns the tenant's events after a cursor (`after`), waiting up to
+// EventList returns the tenant's events after a cursor (`after`), waiting up to
 // `wait` seconds for the first one when there is none yet.
-func (s *Server) eventList(c echo.Context) error {
+func (h *Handlers) EventList(c echo.Context) error {
 	f := service.EventFilter{RunID: c.QueryParam("run_id"), After: c.QueryParam("after")}
-	limit, err := queryInt(c, "limit", 1, 500)
+	limit, err := httpx.QueryInt(c, "limit", 1, 500)
 	if err != nil {
 		return err
 	}
-	wait, err := queryInt(c, "wait", 0, maxEventWait)
+	wait, err := httpx.QueryInt(c, "wait", 0, maxEventWait)
 	if err != nil {
 		return err
 	}
 	f.Limit = limit
 	f.Wait = time.Duration(wait) * time.Second
-	events, err := s.cfg.Service.ListEvents(c.Request().Context(), principal(c), f)
+	events, err := h.svc.ListEvents(c.Request().Context(), principal(c), f)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package handlers
+package httpx
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 )
 
 // FuzzDecodeJSON: whatever a client sends, the strict decoder either fills
-// the request or answers a 4xx apiError; it never panics and never lets a
+// the request or answers a 4xx httpx.Error; it never panics and never lets a
 // server error through, and what it accepts is valid UTF-8 with no key
 // twice in an object.
 func FuzzDecodeJSON(f *testing.F) {
@@ -35,16 +35,16 @@ func FuzzDecodeJSON(f *testing.F) {
 		for _, v := range []any{&api.ProposeRequest{}, &api.SubmitRunInput{}, &api.ResolveRequest{}} {
 			req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 			c := e.NewContext(req, httptest.NewRecorder())
-			err := decodeJSON(c, v)
+			err := DecodeJSON(c, v)
 			if err == nil {
 				if !utf8.Valid(body) || bytes.Count(body, []byte(`"reason"`)) > 1 {
 					t.Fatalf("decode %T accepted %q", v, body)
 				}
 				continue
 			}
-			var ae *apiError
+			var ae *Error
 			if !errors.As(err, &ae) || ae.Status < 400 || ae.Status >= 500 {
-				t.Fatalf("decode %T of %q: %v is not a 4xx apiError", v, body, err)
+				t.Fatalf("decode %T of %q: %v is not a 4xx httpx.Error", v, body, err)
 			}
 		}
 	})

@@ -1,9 +1,18 @@
-package handlers
+package api
 
 import (
 	"sync"
 	"time"
 )
+
+// RateLimit is a token bucket per principal.
+type RateLimit struct {
+	PerSecond float64
+	Burst     int
+}
+
+// DefaultRateLimit is generous: it stops a runaway loop, not a busy agent.
+var DefaultRateLimit = RateLimit{PerSecond: 50, Burst: 100}
 
 // limiter is a token bucket per key. Buckets idle long enough to be full
 // again are dropped, so the map stays as small as the set of active callers.

@@ -1,21 +1,26 @@
-package handlers
+package console
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/gorilla/sessions"
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/auth"
 	"gatehouse/engine"
+	"gatehouse/handlers/internal/httpx"
+	"gatehouse/rules"
 	"gatehouse/service"
 )
 
@@ -34,29 +39,53 @@ const (
 	ctxConsoleSession = "gatehouse.console_session"
 )
 
-// console holds the console's cookie codec and session store; its methods
+// Console holds the console's cookie codec and session store; its methods
 // are the console's handlers and middleware.
-type console struct {
-	s          *Server
+type Console struct {
+	svc        httpx.Service
+	dir        *auth.Directory
+	policy     *rules.Set
+	dev        bool
+	now        func() time.Time
+	log        *slog.Logger
 	cookies    *sessions.CookieStore
 	cookieName string
 	store      Sessions
 	origin     *http.CrossOriginProtection
 }
 
-func newConsole(s *Server) *console {
+// Config wires the console; handlers.New fills it from its own Config
+// after checking it.
+type Config struct {
+	Service   httpx.Service
+	Sessions  Sessions
+	Directory *auth.Directory
+	Policy    *rules.Set
+	// BaseURL is the console's absolute origin; https makes the cookie
+	// Secure and __Host- prefixed.
+	BaseURL string
+	DevMode bool
+	// SessionKeys sign and verify console cookies: the first signs, all
+	// verify (rotation).
+	SessionKeys [][]byte
+	Now         func() time.Time
+	Logger      *slog.Logger
+}
+
+// New builds the console's handlers.
+func New(cfg Config) *Console {
 	// Each key signs; the first signs new cookies and all verify, so keys
 	// rotate without signing everyone out. The cookie holds only a random
 	// id, so it is signed, not encrypted.
-	pairs := make([][]byte, 0, 2*len(s.cfg.SessionKeys))
-	for _, k := range s.cfg.SessionKeys {
+	pairs := make([][]byte, 0, 2*len(cfg.SessionKeys))
+	for _, k := range cfg.SessionKeys {
 		pairs = append(pairs, k, nil)
 	}
 	if len(pairs) == 0 {
 		// Without configured keys, a per-process key: sessions end on restart.
 		pairs = append(pairs, randomBytes(32), nil)
 	}
-	secure := strings.HasPrefix(s.cfg.BaseURL, "https://")
+	secure := strings.HasPrefix(cfg.BaseURL, "https://")
 	cs := sessions.NewCookieStore(pairs...)
 	cs.Options = &sessions.Options{
 		Path:     "/",
@@ -69,14 +98,34 @@ func newConsole(s *Server) *console {
 	if secure {
 		name = cookieNameTLS
 	}
-	return &console{
-		s:          s,
+	return &Console{
+		svc:        cfg.Service,
+		dir:        cfg.Directory,
+		policy:     cfg.Policy,
+		dev:        cfg.DevMode,
+		now:        cfg.Now,
+		log:        cfg.Logger,
 		cookies:    cs,
 		cookieName: name,
-		store:      s.cfg.Sessions,
+		store:      cfg.Sessions,
 		origin:     http.NewCrossOriginProtection(),
 	}
 }
+
+// Sessions is what the console keeps in the database: its server-side
+// sessions and the sign-in throttle. *service.ConsoleSessions satisfies it.
+type Sessions interface {
+	Create(ctx context.Context, id, tenantID, principalID, csrf string, now time.Time) error
+	Get(ctx context.Context, id string, now time.Time, touch bool) (service.ConsoleSession, bool, error)
+	Delete(ctx context.Context, id string) error
+	DeletePrincipal(ctx context.Context, tenantID, principalID string) error
+	LoginAttempt(ctx context.Context, account, addr string, now time.Time) (service.LoginVerdict, time.Duration, error)
+	LoginReleased(ctx context.Context, account, addr string, now time.Time) error
+	LoginSucceeded(ctx context.Context, account, addr string) error
+	ThrottleWindow() time.Duration
+}
+
+var _ Sessions = (*service.ConsoleSessions)(nil)
 
 func randomBytes(n int) []byte {
 	b := make([]byte, n)
@@ -88,12 +137,12 @@ func randomToken() string { return base64.RawURLEncoding.EncodeToString(randomBy
 
 // cookie returns the request's console cookie; a cookie that fails
 // verification (old key, tampering) yields a fresh empty one.
-func (cn *console) cookie(c echo.Context) *sessions.Session {
+func (cn *Console) cookie(c echo.Context) *sessions.Session {
 	sess, _ := cn.cookies.Get(c.Request(), cn.cookieName)
 	return sess
 }
 
-func (cn *console) saveCookie(c echo.Context, sess *sessions.Session) error {
+func (cn *Console) saveCookie(c echo.Context, sess *sessions.Session) error {
 	if err := sess.Save(c.Request(), c.Response()); err != nil {
 		return fmt.Errorf("console cookie: %w", err)
 	}
@@ -110,7 +159,7 @@ type consoleSession struct {
 // signIn starts a server-side session and points the cookie at it. A
 // session the cookie pointed at before ends first: signing in again never
 // leaves the old id live (no fixation, no leftovers).
-func (cn *console) signIn(c echo.Context, p engine.Principal) (consoleSession, error) {
+func (cn *Console) signIn(c echo.Context, p engine.Principal) (consoleSession, error) {
 	ctx := c.Request().Context()
 	sess := cn.cookie(c)
 	if old, _ := sess.Values[cookieKeySession].(string); old != "" {
@@ -119,7 +168,7 @@ func (cn *console) signIn(c echo.Context, p engine.Principal) (consoleSession, e
 		}
 	}
 	id, csrf := randomToken(), randomToken()
-	if err := cn.store.Create(ctx, id, p.TenantID, p.ID, csrf, cn.s.now()); err != nil {
+	if err := cn.store.Create(ctx, id, p.TenantID, p.ID, csrf, cn.now()); err != nil {
 		return consoleSession{}, err
 	}
 	sess.Values = map[any]any{cookieKeySession: id}
@@ -132,45 +181,45 @@ func (cn *console) signIn(c echo.Context, p engine.Principal) (consoleSession, e
 // currentSession resolves the cookie to a live session whose principal
 // still exists in the directory; touch counts the request as activity
 // (the idle timeout starts again).
-func (cn *console) currentSession(c echo.Context, touch bool) (consoleSession, bool, error) {
+func (cn *Console) currentSession(c echo.Context, touch bool) (consoleSession, bool, error) {
 	id, _ := cn.cookie(c).Values[cookieKeySession].(string)
 	if id == "" {
 		return consoleSession{}, false, nil
 	}
-	row, ok, err := cn.store.Get(c.Request().Context(), id, cn.s.now(), touch)
+	row, ok, err := cn.store.Get(c.Request().Context(), id, cn.now(), touch)
 	if err != nil || !ok {
 		return consoleSession{}, false, err
 	}
-	p, ok := cn.s.cfg.Directory.ByID(row.PrincipalID)
+	p, ok := cn.dir.ByID(row.PrincipalID)
 	if !ok || p.TenantID != row.TenantID {
 		return consoleSession{}, false, nil
 	}
 	return consoleSession{ID: id, Principal: p, CSRF: row.CSRF}, true, nil
 }
 
-// requireSession admits signed-in humans. In dev mode a visitor without a
+// RequireSession admits signed-in humans. In dev mode a visitor without a
 // session is signed in as the dev principal; otherwise a page view goes to
 // the sign-in form and anything else is refused.
-func (cn *console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
+func (cn *Console) RequireSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return cn.sessionRequired(true, next)
 }
 
-// requireQuietSession is requireSession for requests a page makes on its
+// RequireQuietSession is RequireSession for requests a page makes on its
 // own, such as the queue's poll every few seconds: they need a live
 // session but are no sign of a human at the keyboard, so they do not hold
 // off the 30-minute idle timeout.
-func (cn *console) requireQuietSession(next echo.HandlerFunc) echo.HandlerFunc {
+func (cn *Console) RequireQuietSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return cn.sessionRequired(false, next)
 }
 
-func (cn *console) sessionRequired(touch bool, next echo.HandlerFunc) echo.HandlerFunc {
+func (cn *Console) sessionRequired(touch bool, next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		cs, ok, err := cn.currentSession(c, touch)
 		if err != nil {
 			return err
 		}
-		if !ok && cn.s.cfg.DevMode {
-			p, found := cn.s.cfg.Directory.ByID(auth.DevPrincipalID)
+		if !ok && cn.dev {
+			p, found := cn.dir.ByID(auth.DevPrincipalID)
 			if found {
 				if cs, err = cn.signIn(c, p); err != nil {
 					return err
@@ -182,28 +231,28 @@ func (cn *console) sessionRequired(touch bool, next echo.HandlerFunc) echo.Handl
 			if c.Request().Method == http.MethodGet {
 				return redirect(c, "/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
 			}
-			return newError(http.StatusUnauthorized, codeUnauthenticated, "Your session has ended. Sign in again.")
+			return httpx.NewError(http.StatusUnauthorized, httpx.CodeUnauthenticated, "Your session has ended. Sign in again.")
 		}
-		setPrincipal(c, cs.Principal)
+		httpx.SetPrincipal(c, cs.Principal)
 		c.Set(ctxConsoleSession, cs)
 		c.Set(ctxConsoleCSRF, cs.CSRF)
 		return next(c)
 	}
 }
 
-// sessionOf returns the request's console session (set by requireSession).
+// sessionOf returns the request's console session (set by RequireSession).
 func sessionOf(c echo.Context) consoleSession {
 	cs, _ := c.Get(ctxConsoleSession).(consoleSession)
 	return cs
 }
 
-// refuseCrossOrigin refuses cross-origin writes with Go's
+// RefuseCrossOrigin refuses cross-origin writes with Go's
 // CrossOriginProtection (Sec-Fetch-Site, else Origin against Host), before
 // any session is looked at.
-func (cn *console) refuseCrossOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+func (cn *Console) RefuseCrossOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if err := cn.origin.Check(c.Request()); err != nil {
-			return newError(http.StatusForbidden, codeForbidden, "Cross-origin request refused.")
+			return httpx.NewError(http.StatusForbidden, httpx.CodeForbidden, "Cross-origin request refused.")
 		}
 		return next(c)
 	}
@@ -213,11 +262,11 @@ func (cn *console) refuseCrossOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 // HTML form and htmx send.
 const formContentType = "application/x-www-form-urlencoded"
 
-// readForm bounds and parses a console write's body before anything reads
+// ReadForm bounds and parses a console write's body before anything reads
 // it: urlencoded only (415), 1 MiB at most (413). Parsing here, not in the
 // first FormValue call, makes an oversized body a 413 rather than a
 // missing form token.
-func readForm(next echo.HandlerFunc) echo.HandlerFunc {
+func ReadForm(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -225,24 +274,24 @@ func readForm(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if ct := r.Header.Get(echo.HeaderContentType); ct != "" || r.ContentLength != 0 {
 			if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != formContentType {
-				return newError(http.StatusUnsupportedMediaType, codeUnsupportedMedia, "Forms must be sent as "+formContentType+".")
+				return httpx.NewError(http.StatusUnsupportedMediaType, httpx.CodeUnsupportedMedia, "Forms must be sent as "+formContentType+".")
 			}
 		}
-		r.Body = http.MaxBytesReader(c.Response(), r.Body, maxBody)
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, httpx.MaxBody)
 		if err := r.ParseForm(); err != nil {
 			if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-				return newError(http.StatusRequestEntityTooLarge, codeTooLarge, "The form is too large.")
+				return httpx.NewError(http.StatusRequestEntityTooLarge, httpx.CodeTooLarge, "The form is too large.")
 			}
-			return invalid("The form could not be read.")
+			return httpx.Invalid("The form could not be read.")
 		}
 		return next(c)
 	}
 }
 
-// requireFormToken is the second, independent check on writes: htmx's
+// RequireFormToken is the second, independent check on writes: htmx's
 // header (which a cross-origin page cannot send without a preflight) or the
 // form token of the session (or of the sign-in form).
-func requireFormToken(next echo.HandlerFunc) echo.HandlerFunc {
+func RequireFormToken(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Header.Get(hxRequest) == "true" {
@@ -250,7 +299,7 @@ func requireFormToken(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		want, _ := c.Get(ctxConsoleCSRF).(string)
 		if want == "" || subtle.ConstantTimeCompare([]byte(c.FormValue(formCSRF)), []byte(want)) != 1 {
-			return newError(http.StatusForbidden, codeForbidden, "The form has expired. Reload the page and try again.")
+			return httpx.NewError(http.StatusForbidden, httpx.CodeForbidden, "The form has expired. Reload the page and try again.")
 		}
 		return next(c)
 	}
@@ -265,7 +314,7 @@ func securityHeaders(h http.Header) {
 	h.Set("X-Frame-Options", "DENY")
 }
 
-func withSecurityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+func WithSecurityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		securityHeaders(c.Response().Header())
 		return next(c)

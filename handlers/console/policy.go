@@ -1,4 +1,4 @@
-package handlers
+package console
 
 import (
 	"net/http"
@@ -13,15 +13,15 @@ import (
 	"gatehouse/web/templates"
 )
 
-// policyShow is what this process loaded: the default profile's version
+// PolicyShow is what this process loaded: the default profile's version
 // and matrix, the hardline rule ids and every tool's effective decision.
 // It needs run.read, as GET /v1/tools does.
-func (cn *console) policyShow(c echo.Context) error {
+func (cn *Console) PolicyShow(c echo.Context) error {
 	page, err := cn.page(c, "policy", "Policy")
 	if err != nil {
 		return err
 	}
-	m := policyView(cn.s.cfg.Policy, cn.s.now())
+	m := policyView(cn.policy, cn.now())
 	m.Page = page
 	return cn.render(c, http.StatusOK, templates.Policy(m))
 }

@@ -1,4 +1,4 @@
-package handlers
+package console
 
 import (
 	"context"
@@ -6,13 +6,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
 
 	"gatehouse/api"
 	"gatehouse/auth"
 	"gatehouse/engine"
-	"gatehouse/internal/metrics"
+	"gatehouse/handlers/internal/httpx"
 	"gatehouse/internal/testdb"
 	"gatehouse/rules"
 	"gatehouse/service"
@@ -65,19 +67,16 @@ func BenchmarkQueuePage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := New(Config{Service: svc, Directory: dir, Policy: set, Metrics: metrics.New(), Sessions: sessions, BaseURL: "http://127.0.0.1:8080"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cn := newConsole(s)
+	cn := New(Config{Service: svc, Directory: dir, Policy: set, Sessions: sessions, BaseURL: "http://127.0.0.1:8080", Now: time.Now})
+	e := echo.New()
 	render := func(b *testing.B, p engine.Principal, target string) {
 		b.ReportAllocs()
 		for b.Loop() {
 			rec := httptest.NewRecorder()
-			c := s.echo.NewContext(httptest.NewRequest(http.MethodGet, target, nil), rec)
-			setPrincipal(c, p)
+			c := e.NewContext(httptest.NewRequest(http.MethodGet, target, nil), rec)
+			httpx.SetPrincipal(c, p)
 			c.Set(ctxConsoleSession, consoleSession{Principal: p, CSRF: "bench"})
-			if err := cn.queue(c); err != nil || rec.Code != http.StatusOK {
+			if err := cn.Queue(c); err != nil || rec.Code != http.StatusOK {
 				b.Fatalf("queue page: %d %v", rec.Code, err)
 			}
 		}
@@ -153,11 +152,8 @@ func BenchmarkQueueUpdates(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := New(Config{Service: svc, Directory: dir, Policy: set, Metrics: metrics.New(), Sessions: sessions, BaseURL: "http://127.0.0.1:8080"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cn := newConsole(s)
+	cn := New(Config{Service: svc, Directory: dir, Policy: set, Sessions: sessions, BaseURL: "http://127.0.0.1:8080", Now: time.Now})
+	e := echo.New()
 	for _, n := range []int{1, 10, 40} {
 		p, _ := dir.ByID(fmt.Sprintf("u%d", n))
 		cursor, err := svc.EventWatermark(ctx, p)
@@ -171,11 +167,11 @@ func BenchmarkQueueUpdates(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				rec := httptest.NewRecorder()
-				c := s.echo.NewContext(httptest.NewRequest(http.MethodGet, "/queue/updates?after="+cursor, nil), rec)
+				c := e.NewContext(httptest.NewRequest(http.MethodGet, "/queue/updates?after="+cursor, nil), rec)
 				c.QueryParams().Set("after", cursor)
-				setPrincipal(c, p)
+				httpx.SetPrincipal(c, p)
 				c.Set(ctxConsoleSession, consoleSession{Principal: p, CSRF: "bench"})
-				if err := cn.queueUpdates(c); err != nil || rec.Code != http.StatusOK {
+				if err := cn.QueueUpdates(c); err != nil || rec.Code != http.StatusOK {
 					b.Fatalf("updates: %d %v", rec.Code, err)
 				}
 			}

@@ -1,4 +1,7 @@
-package handlers
+// Package console serves the approval console: server-rendered pages
+// (templ and HTMX), sign-in, cookie sessions, CSRF and origin checks. The
+// routes that reach these handlers are listed in handlers/routes.go.
+package console
 
 import (
 	"bytes"
@@ -11,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/engine"
+	"gatehouse/handlers/internal/httpx"
 	"gatehouse/web/templates"
 )
 
@@ -24,7 +28,7 @@ const (
 
 // render writes a component as the whole answer. It renders into a buffer
 // first so a template error becomes an error page, not half a page.
-func (cn *console) render(c echo.Context, status int, comp templ.Component) error {
+func (cn *Console) render(c echo.Context, status int, comp templ.Component) error {
 	buf := renderBuffers.Get().(*bytes.Buffer)
 	defer releaseRenderBuffer(buf)
 	if err := comp.Render(c.Request().Context(), buf); err != nil {
@@ -52,7 +56,7 @@ func releaseRenderBuffer(b *bytes.Buffer) {
 
 // page is the chrome of a console page for the signed-in human; it takes
 // the pending flash message from the cookie.
-func (cn *console) page(c echo.Context, nav, title string) (templates.Page, error) {
+func (cn *Console) page(c echo.Context, nav, title string) (templates.Page, error) {
 	cs := sessionOf(c)
 	p := templates.Page{
 		Title:   title,
@@ -76,7 +80,7 @@ func (cn *console) page(c echo.Context, nav, title string) (templates.Page, erro
 
 // flash leaves a message for the next page view (a redirect after a form
 // post without JavaScript).
-func (cn *console) flash(c echo.Context, kind, text string) error {
+func (cn *Console) flash(c echo.Context, kind, text string) error {
 	sess := cn.cookie(c)
 	sess.AddFlash(kind + flashSep + text)
 	return cn.saveCookie(c, sess)
@@ -89,14 +93,14 @@ func displayName(p engine.Principal) string {
 	return p.ID
 }
 
-// requireConsoleScope refuses a signed-in human who lacks the route's
-// scope with a 403 page naming it: the console's twin of requireScope, on
+// RequireScope refuses a signed-in human who lacks the route's
+// scope with a 403 page naming it: the console's twin of api.RequireScope, on
 // the route table as /v1's checks are, so no handler repeats the check.
-func requireConsoleScope(scope string) echo.MiddlewareFunc {
+func RequireScope(scope string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if !hasScope(c, scope) {
-				return newError(http.StatusForbidden, codeMissingScope, "You need the "+scope+" scope to see this.")
+				return httpx.NewError(http.StatusForbidden, httpx.CodeMissingScope, "You need the "+scope+" scope to see this.")
 			}
 			return next(c)
 		}
@@ -105,7 +109,7 @@ func requireConsoleScope(scope string) echo.MiddlewareFunc {
 
 // hasScope reports whether the request's principal holds scope.
 func hasScope(c echo.Context, scope string) bool {
-	p, _ := principalOf(c)
+	p, _ := httpx.PrincipalOf(c)
 	return len(engine.MissingScopes([]string{scope}, p.Scopes)) == 0
 }
 
@@ -113,10 +117,10 @@ func hasScope(c echo.Context, scope string) bool {
 // the API does, refuses a NUL character or invalid UTF-8 in any field.
 func bindForm(c echo.Context, f any) error {
 	if err := c.Bind(f); err != nil {
-		return invalid("The form could not be read.")
+		return httpx.Invalid("The form could not be read.")
 	}
-	if field, ok := invalidUTF8Field(f, "form"); ok {
-		return invalid(fmt.Sprintf("The field %q is not valid UTF-8.", field))
+	if field, ok := httpx.InvalidUTF8Field(f, "form"); ok {
+		return httpx.Invalid(fmt.Sprintf("The field %q is not valid UTF-8.", field))
 	}
-	return refuseNUL(f, "form")
+	return httpx.RefuseNUL(f, "form")
 }

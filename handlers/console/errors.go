@@ -1,4 +1,4 @@
-package handlers
+package console
 
 import (
 	"bytes"
@@ -9,10 +9,10 @@ import (
 	"gatehouse/web/templates"
 )
 
-// renderConsoleError answers a console route's error with a page. Under
-// HTMX the message goes into the page's alert region instead of replacing
-// the element that made the request.
-func (s *Server) renderConsoleError(c echo.Context, status int, msg string) {
+// RenderError answers a console route's error with a page. Under HTMX the
+// message goes into the page's alert region instead of replacing the
+// element that made the request.
+func RenderError(c echo.Context, status int, msg string) error {
 	securityHeaders(c.Response().Header())
 	c.Response().Header().Set("Cache-Control", "no-store")
 	title := http.StatusText(status)
@@ -29,10 +29,8 @@ func (s *Server) renderConsoleError(c echo.Context, status int, msg string) {
 	}
 	var buf bytes.Buffer
 	err := templates.Error(templates.ErrorPage{Page: page, Status: status, Message: msg}).Render(c.Request().Context(), &buf)
-	if err == nil {
-		err = c.HTMLBlob(status, buf.Bytes())
-	}
 	if err != nil {
-		s.log.WarnContext(c.Request().Context(), "writing error page", "request_id", requestID(c), "error", err)
+		return err
 	}
+	return c.HTMLBlob(status, buf.Bytes())
 }

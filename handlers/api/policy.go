@@ -1,4 +1,4 @@
-package handlers
+package api
 
 import (
 	"net/http"
@@ -6,26 +6,27 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/api"
+	"gatehouse/handlers/internal/httpx"
 )
 
-// policyGet describes the loaded default policy; any principal may read it.
-func (s *Server) policyGet(c echo.Context) error {
-	rs, ok := s.cfg.Policy.Ruleset("")
+// PolicyGet describes the loaded default policy; any principal may read it.
+func (h *Handlers) PolicyGet(c echo.Context) error {
+	rs, ok := h.policy.Ruleset("")
 	if !ok {
-		return newError(http.StatusServiceUnavailable, codeUnavailable, "no policy loaded")
+		return httpx.NewError(http.StatusServiceUnavailable, httpx.CodeUnavailable, "no policy loaded")
 	}
 	out := api.Policy{
 		PolicyVersion: rs.PolicyVersion(),
 		Profile:       rs.ProfileName(),
 		RuleCount:     rs.RuleCount(),
 		HardlineCount: len(rs.Hardline()),
-		Profiles:      s.cfg.Policy.Profiles(),
+		Profiles:      h.policy.Profiles(),
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Server) toolsList(c echo.Context) error {
-	specs := s.cfg.Policy.Catalog().Tools()
+func (h *Handlers) ToolsList(c echo.Context) error {
+	specs := h.policy.Catalog().Tools()
 	out := api.ToolList{Tools: make([]api.Tool, 0, len(specs))}
 	for _, t := range specs {
 		out.Tools = append(out.Tools, api.Tool{
@@ -52,6 +53,6 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func (s *Server) openAPI(c echo.Context) error {
+func (h *Handlers) OpenAPI(c echo.Context) error {
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, api.OpenAPI)
 }
