@@ -33,17 +33,26 @@ const benchPrincipals = `principals:
   - {id: u40, tenant_id: bench-u40, scopes: [run.read, run.write, approval.read, approval.resolve, demo.write]}
 `
 
-// cloneApproval copies one parked approval n times with fresh ids and
-// later creation times: the queue holds n real rows without n agent round
-// trips. jsonb_populate_record keeps every other column as it is.
+// cloneApproval copies one parked approval, and the action it hangs off,
+// n times with fresh ids and later creation times: the queue holds n real
+// rows without n agent round trips. jsonb_populate_record keeps every other
+// column as it is.
 const cloneApproval = `
+WITH g AS (
+  SELECT n, gen_random_uuid() AS action_id, gen_random_uuid() AS inv_id
+    FROM generate_series(1, $2::int) n),
+copies AS (
+  INSERT INTO actions
+  SELECT (jsonb_populate_record(x, jsonb_build_object('id', g.inv_id, 'action_id', g.action_id))).*
+    FROM actions x JOIN approvals ap ON (x.run_id, x.action_id) = (ap.run_id, ap.action_id), g
+   WHERE ap.id = $1
+  RETURNING id)
 INSERT INTO approvals
-SELECT (jsonb_populate_record(a, jsonb_build_object(
-          'id', gen_random_uuid(),
-          'action_id', gen_random_uuid(),
-          'created_at', a.created_at + g * interval '1 millisecond'))).*
-  FROM approvals a, generate_series(1, $2::int) g
- WHERE a.id = $1`
+SELECT (jsonb_populate_record(ap, jsonb_build_object(
+          'id', gen_random_uuid(), 'action_id', g.action_id, 'tool_invocation_id', g.inv_id,
+          'created_at', ap.created_at + g.n * interval '1 millisecond'))).*
+  FROM approvals ap, g
+ WHERE ap.id = $1`
 
 // BenchmarkQueuePage renders the queue page handler (list, count, cards,
 // template) for queues of 100, 1,000 and 10,000 pending approvals. Keyset
