@@ -17,7 +17,6 @@ import (
 	"strings"
 
 	"gatehouse/api"
-	"gatehouse/engine"
 )
 
 // Client calls one Gatehouse server as one principal.
@@ -154,7 +153,7 @@ func (c *Client) Heartbeat(ctx context.Context, runID string, lease api.Lease, l
 }
 
 // Propose asks the gate about an action.
-func (c *Client) Propose(ctx context.Context, runID string, lease api.Lease, action engine.ActionRequest) (api.ProposeResult, error) {
+func (c *Client) Propose(ctx context.Context, runID string, lease api.Lease, action api.ActionRequest) (api.ProposeResult, error) {
 	var out api.ProposeResult
 	_, err := c.do(ctx, http.MethodPost, runPath(runID, "actions"), nil, api.ProposeRequest{Lease: lease, Action: action}, &out)
 	return out, err
@@ -221,7 +220,7 @@ func (c *Client) GetApproval(ctx context.Context, id string) (api.Approval, erro
 
 // Resolve resolves an approval. On a conflict the *Error carries the
 // stored approval.
-func (c *Client) Resolve(ctx context.Context, id string, resolution engine.ApprovalResolutionType, reason string) (api.Approval, error) {
+func (c *Client) Resolve(ctx context.Context, id string, resolution api.ApprovalResolutionType, reason string) (api.Approval, error) {
 	var out api.Approval
 	_, err := c.do(ctx, http.MethodPost, "/v1/approvals/"+url.PathEscape(id)+"/resolve", nil, api.ResolveRequest{Resolution: resolution, Reason: reason}, &out)
 	return out, err

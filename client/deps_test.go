@@ -38,4 +38,14 @@ func TestClientLinksOnlyTheContract(t *testing.T) {
 	if !slices.Contains(deps, "gatehouse/api") {
 		t.Errorf("the client does not use package api: %v", deps)
 	}
+	// Directly, the client imports the contract and the standard library.
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, ".").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range strings.Fields(string(out)) {
+		if strings.Contains(imp, ".") || (strings.HasPrefix(imp, "gatehouse/") && imp != "gatehouse/api") {
+			t.Errorf("the client imports %s; it imports api and the standard library only", imp)
+		}
+	}
 }
