@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 
@@ -58,38 +59,9 @@ SELECT (jsonb_populate_record(ap, jsonb_build_object(
 // template) for queues of 100, 1,000 and 10,000 pending approvals. Keyset
 // pagination and the capped count keep the time per page flat.
 func BenchmarkQueuePage(b *testing.B) {
-	ctx := context.Background()
-	pool := testdb.New(b)
-	set, err := rules.Load(rules.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir, err := auth.Parse([]byte(benchPrincipals))
-	if err != nil {
-		b.Fatal(err)
-	}
-	svc, err := service.New(ctx, service.Config{Pool: pool, Policy: set, Principals: dir})
-	if err != nil {
-		b.Fatal(err)
-	}
-	sessions, err := service.NewConsoleSessions(pool, service.LoginThrottle{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cn := New(Config{Service: svc, Directory: dir, Policy: set, Sessions: sessions, BaseURL: "http://127.0.0.1:8080", Now: time.Now})
-	e := echo.New()
-	render := func(b *testing.B, p engine.Principal, target string) {
-		b.ReportAllocs()
-		for b.Loop() {
-			rec := httptest.NewRecorder()
-			c := e.NewContext(httptest.NewRequest(http.MethodGet, target, nil), rec)
-			httpx.SetPrincipal(c, p)
-			c.Set(ctxConsoleSession, consoleSession{Principal: p, CSRF: "bench"})
-			if err := cn.Queue(c); err != nil || rec.Code != http.StatusOK {
-				b.Fatalf("queue page: %d %v", rec.Code, err)
-			}
-		}
-	}
+	bc := newBenchConsole(b)
+	svc, dir := bc.svc, bc.dir
+	render := func(b *testing.B, p engine.Principal, target string) { bc.serve(b, p, target, (*Console).Queue) }
 	for _, n := range queueSizes {
 		p, _ := dir.ByID(fmt.Sprintf("q%d", n))
 		fillQueue(b, svc, p, n)
@@ -144,6 +116,35 @@ func fillQueue(b *testing.B, svc *service.Service, p engine.Principal, n int) {
 // is what the page pays per new approval.
 func BenchmarkQueueUpdates(b *testing.B) {
 	ctx := context.Background()
+	bc := newBenchConsole(b)
+	svc, dir := bc.svc, bc.dir
+	for _, n := range []int{1, 10, 40} {
+		p, _ := dir.ByID(fmt.Sprintf("u%d", n))
+		cursor, err := svc.EventWatermark(ctx, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range n {
+			parkOne(b, svc, p)
+		}
+		b.Run(fmt.Sprintf("changed=%d", n), func(b *testing.B) {
+			bc.serve(b, p, "/queue/updates?after="+url.QueryEscape(cursor), (*Console).QueueUpdates)
+		})
+	}
+}
+
+// benchConsole is a console over a real service on the package's database,
+// for the benchmarks to drive handlers directly.
+type benchConsole struct {
+	svc *service.Service
+	dir *auth.Directory
+	cn  *Console
+	e   *echo.Echo
+}
+
+func newBenchConsole(b *testing.B) benchConsole {
+	b.Helper()
+	ctx := context.Background()
 	pool := testdb.New(b)
 	set, err := rules.Load(rules.Options{})
 	if err != nil {
@@ -162,29 +163,20 @@ func BenchmarkQueueUpdates(b *testing.B) {
 		b.Fatal(err)
 	}
 	cn := New(Config{Service: svc, Directory: dir, Policy: set, Sessions: sessions, BaseURL: "http://127.0.0.1:8080", Now: time.Now})
-	e := echo.New()
-	for _, n := range []int{1, 10, 40} {
-		p, _ := dir.ByID(fmt.Sprintf("u%d", n))
-		cursor, err := svc.EventWatermark(ctx, p)
-		if err != nil {
-			b.Fatal(err)
+	return benchConsole{svc: svc, dir: dir, cn: cn, e: echo.New()}
+}
+
+// serve runs handler on GET target as p's signed-in session, once an op.
+func (bc benchConsole) serve(b *testing.B, p engine.Principal, target string, handler func(*Console, echo.Context) error) {
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		c := bc.e.NewContext(httptest.NewRequest(http.MethodGet, target, nil), rec)
+		httpx.SetPrincipal(c, p)
+		c.Set(ctxConsoleSession, consoleSession{Principal: p, CSRF: "bench"})
+		if err := handler(bc.cn, c); err != nil || rec.Code != http.StatusOK {
+			b.Fatalf("GET %s: %d %v", target, rec.Code, err)
 		}
-		for range n {
-			parkOne(b, svc, p)
-		}
-		b.Run(fmt.Sprintf("changed=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				rec := httptest.NewRecorder()
-				c := e.NewContext(httptest.NewRequest(http.MethodGet, "/queue/updates?after="+cursor, nil), rec)
-				c.QueryParams().Set("after", cursor)
-				httpx.SetPrincipal(c, p)
-				c.Set(ctxConsoleSession, consoleSession{Principal: p, CSRF: "bench"})
-				if err := cn.QueueUpdates(c); err != nil || rec.Code != http.StatusOK {
-					b.Fatalf("updates: %d %v", rec.Code, err)
-				}
-			}
-		})
 	}
 }
 
