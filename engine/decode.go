@@ -181,21 +181,8 @@ func (s *scanner) object(depth int) error {
 			return errSyntax
 		}
 		s.i++
-		if err := s.value(depth + 1); err != nil {
+		if done, err := s.member(depth, '}'); done || err != nil {
 			return err
-		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return errSyntax
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return nil
-		default:
-			return errSyntax
 		}
 	}
 }
@@ -208,23 +195,30 @@ func (s *scanner) array(depth int) error {
 		return nil
 	}
 	for {
-		if err := s.value(depth + 1); err != nil {
+		if done, err := s.member(depth, ']'); done || err != nil {
 			return err
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return errSyntax
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return nil
-		default:
-			return errSyntax
-		}
 	}
+}
+
+// member reads one value of an object or array and what follows it: a
+// comma (another member comes) or the closer (done).
+func (s *scanner) member(depth int, closer byte) (done bool, err error) {
+	if err := s.value(depth + 1); err != nil {
+		return false, err
+	}
+	s.ws()
+	switch {
+	case s.i >= len(s.b):
+		return false, errSyntax
+	case s.b[s.i] == ',':
+		s.i++
+		return false, nil
+	case s.b[s.i] == closer:
+		s.i++
+		return true, nil
+	}
+	return false, errSyntax
 }
 
 // str scans a string at s.i (the opening quote) and, with decode, returns
