@@ -142,14 +142,14 @@ func (h *compiledHardline) blocks(a *ProposedAction, f *actionFacts) bool {
 		if h.anyString(a.Arguments, h.matchEgress) {
 			return true
 		}
-		return f.hasCommands(a) && slices.ContainsFunc(f.commands(a).words, h.matchEgress)
+		return slices.ContainsFunc(f.commands(a).words, h.matchEgress)
 	case HardlineCredentialEgress:
 		if h.needsNet && !networkCapable(a.Target) {
 			return false
 		}
 		// Commands are also read as the shell resolves their words, so
 		// quotes cannot split a key the shell puts back together.
-		return credentialInArgs(a.Arguments) || (f.hasCommands(a) && credentialInStrings(f.commands(a).words))
+		return credentialInArgs(a.Arguments) || credentialInStrings(f.commands(a).words)
 	}
 	// An unknown kind never compiles; refusing here keeps the zero value safe.
 	return true

@@ -163,6 +163,12 @@ func scalarString(v any) (string, bool) {
 // in practice) and reads every statement. Source that does not parse, or
 // past the depth and size budget, is opaque.
 func (z *shellReader) script(src string) {
+	z.readScript(src, false)
+}
+
+// readScript parses and reads src; what does not parse is opaque unless
+// lenient.
+func (z *shellReader) readScript(src string, lenient bool) {
 	if z.depth >= maxShellDepth || len(src) > z.budget {
 		z.rep.opaque = true
 		return
@@ -170,7 +176,7 @@ func (z *shellReader) script(src string) {
 	z.budget -= len(src)
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
 	if err != nil {
-		z.rep.opaque = true
+		z.rep.opaque = z.rep.opaque || !lenient
 		return
 	}
 	z.depth++
@@ -192,9 +198,7 @@ func (z *shellReader) spend() bool {
 // scriptLenient reads a string that may not be shell at all (a literal
 // handed to exec in inline code): what does not parse is not opaque.
 func (z *shellReader) scriptLenient(src string) {
-	if _, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), ""); err == nil {
-		z.script(src)
-	}
+	z.readScript(src, true)
 }
 
 func (z *shellReader) stmts(list []*syntax.Stmt) {
@@ -1377,28 +1381,18 @@ func commandArguments(a *ProposedAction, yield func(any)) {
 	}
 }
 
-func (f *actionFacts) hasCommands(a *ProposedAction) bool {
-	if _, ok := a.Arguments["command"]; ok {
-		return true
-	}
-	for _, name := range a.Roles.Commands {
-		if _, ok := a.Arguments[name]; ok {
-			return true
-		}
-	}
-	return false
-}
-
 func (f *actionFacts) commands(a *ProposedAction) *shellReport {
 	if f.shell != nil {
 		return f.shell
 	}
-	if !f.hasCommands(a) {
-		f.shell = &noCommands
-		return f.shell
-	}
-	z := newShellReader()
-	commandArguments(a, z.readCommandValue)
-	f.shell = &z.rep
+	f.shell = &noCommands
+	var z *shellReader // made on the first command: an action without one allocates nothing
+	commandArguments(a, func(v any) {
+		if z == nil {
+			z = newShellReader()
+			f.shell = &z.rep
+		}
+		z.readCommandValue(v)
+	})
 	return f.shell
 }
