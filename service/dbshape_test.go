@@ -17,7 +17,7 @@ import (
 // DBTX, or queued on a *pgx.Batch) that run it.
 var tableFiles = []string{
 	"runs.go", "invocations.go", "approvals.go", "events.go",
-	"console_sessions.go", "login_throttle.go", "policy_profiles.go",
+	"console_sessions.go", "login_throttle.go", "policy_profiles.go", "notifications.go",
 }
 
 // sqlStatement is how a statement constant's value starts.

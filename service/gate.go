@@ -11,6 +11,7 @@ import (
 	"gatehouse/api"
 	"gatehouse/engine"
 	"gatehouse/internal/pgdb"
+	"gatehouse/notify"
 )
 
 // failureCircuitBreaker is the failure reason of a run the circuit breaker
@@ -396,7 +397,8 @@ func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run a
 	// written before the database returns the row.
 	expires := engine.ApprovalExpiry(a.Risk, now, run.Deadline, rs.Profile().Expiry).Truncate(time.Microsecond)
 	var approval approvalRow
-	queueApprovalsInsert(b, s.approvalFor(run, inv, row, approvalID, expires), &approval)
+	pending := s.approvalFor(run, inv, row, approvalID, expires)
+	queueApprovalsInsert(b, pending, &approval)
 	s.queueStep(b, stepApproval)
 
 	queueRunsCheckpointPark(b, run.ID, approvalID, row.StepNumber, now)
@@ -415,6 +417,7 @@ func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run a
 		return api.ProposeResult{}, err
 	}
 	s.queueStep(b, stepEvent)
+	s.queueNotification(b, after, pending, notify.KindRequested, now)
 	queueNotify(b, run.TenantID)
 	s.queueStep(b, stepNotify)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
