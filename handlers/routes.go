@@ -84,6 +84,8 @@ func (s *Server) consoleRoutes(e *echo.Echo) {
 	pages.GET("/runs/:id", cn.RunShow, console.RequireScope(scopeRunRead))
 	pages.GET("/policy", cn.PolicyShow, console.RequireScope(scopeRunRead))
 	pages.GET("/overview", cn.Overview, console.RequireScope(scopeApprovalRead))
+	pages.GET("/notifications", cn.Notifications, console.RequireScope(scopeApprovalRead))
+	pages.POST("/notifications/test", cn.NotificationTest, console.RequireScope(scopeApprovalResolve))
 	pages.POST("/logout", cn.Logout)
 	pages.POST("/logout-everywhere", cn.LogoutEverywhere)
 
