@@ -95,7 +95,9 @@ func TestApprovalContext(t *testing.T) {
 func TestApprovalContextCapsIdentical(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	req := func() engine.ActionRequest { return action("email.send", map[string]any{"to": "a@example.com", "subject": "s", "body": "b"}) }
+	req := func() engine.ActionRequest {
+		return action("email.send", map[string]any{"to": "a@example.com", "subject": "s", "body": "b"})
+	}
 	for range contextIdenticalLimit + 1 {
 		b.parked(b.started(), req())
 	}
