@@ -121,6 +121,22 @@ type Recipient struct {
 	Domain string
 }
 
+// Before is the address up to its domain: `Ann <ann@` or `ann@`.
+func (r Recipient) Before() string {
+	if r.Name != "" {
+		return r.Name + " <" + r.Local + "@"
+	}
+	return r.Local + "@"
+}
+
+// After closes a named address.
+func (r Recipient) After() string {
+	if r.Name != "" {
+		return ">"
+	}
+	return ""
+}
+
 // HiddenText says how much of the value is not shown.
 func (a Arg) HiddenText() string {
 	if a.Hidden == 1 {
