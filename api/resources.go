@@ -195,6 +195,16 @@ type Approval struct {
 	ResolutionReason         string                        `json:"resolution_reason,omitempty"`
 	ExpiresAt                time.Time                     `json:"expires_at"`
 	CreatedAt                time.Time                     `json:"created_at"`
+
+	// OriginTrust and ArgumentTrust are the trust labels the proposal
+	// came with: where the request, and each argument's value, came from.
+	// The console marks every argument whose content cannot authorize.
+	OriginTrust   engine.TrustLevel            `json:"origin_trust,omitempty"`
+	ArgumentTrust map[string]engine.TrustLevel `json:"argument_trust,omitempty"`
+	// PolicyExplanation is the engine's sentence for the decision. It
+	// names the profile rule that fired, so it stays off the wire (never
+	// the rule that fired) and only the console shows it.
+	PolicyExplanation string `json:"-"`
 }
 
 // ApprovalPage is one page of approvals.

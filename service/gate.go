@@ -338,6 +338,10 @@ func (s *Service) approvalFor(run api.Run, inv newInvocation, row invocationRow,
 	if scopes == nil {
 		scopes = []string{}
 	}
+	trust := a.ArgumentTrust
+	if trust == nil {
+		trust = map[string]engine.TrustLevel{}
+	}
 	toolInvocationID := ""
 	if inv.req.Kind == "" || inv.req.Kind.HasToolInvocation() {
 		toolInvocationID = row.ID
@@ -349,6 +353,7 @@ func (s *Service) approvalFor(run api.Run, inv newInvocation, row invocationRow,
 			ToolInvocationID: toolInvocationID, ActionSummary: row.Summary, ToolName: row.ToolName,
 			SideEffect: a.SideEffect, Arguments: view, ArgumentDigests: digests, Risk: a.Risk,
 			PolicyReason: inv.out.Decision.ReasonCode, PolicyVersion: inv.out.Decision.PolicyVersion,
+			OriginTrust: a.OriginTrust, ArgumentTrust: trust, PolicyExplanation: inv.out.Decision.Explanation,
 			ExpiresAt: expires, CreatedAt: inv.now,
 		},
 		NormalizedArgumentsHash: row.NormalizedArgumentsHash,

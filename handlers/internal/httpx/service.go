@@ -25,6 +25,7 @@ type Service interface {
 	ListInvocations(ctx context.Context, p engine.Principal, runID string) ([]api.Invocation, error)
 	GetApproval(ctx context.Context, p engine.Principal, id string) (api.Approval, error)
 	GetApprovalArguments(ctx context.Context, p engine.Principal, id string) (map[string]any, map[string]string, error)
+	GetApprovalContext(ctx context.Context, p engine.Principal, id string) (service.ApprovalContext, error)
 	ListApprovals(ctx context.Context, p engine.Principal, f service.ApprovalFilter) (api.ApprovalPage, error)
 	QueueChangesSince(ctx context.Context, p engine.Principal, cursor string, limit, pageSize int) (service.QueueChanges, error)
 	ResolveApproval(ctx context.Context, p engine.Principal, id string, resolution engine.ApprovalResolutionType, reason string) (service.ResolveOutcome, error)
