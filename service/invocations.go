@@ -52,7 +52,7 @@ const invocationGetForApproval = `SELECT ` + invocationColumns + `
   FROM actions WHERE (run_id, action_id) = (SELECT run_id, action_id FROM approvals WHERE id = $1)`
 
 const invocationListForRun = `SELECT ` + invocationListColumns + `
-  FROM actions WHERE run_id = $1 ORDER BY created_at, id`
+  FROM actions WHERE run_id = $1 ORDER BY actions.created_at, actions.id`
 
 // invocationAuthorize is the single gate's only write: the one statement in
 // Gatehouse that moves an invocation to AUTHORIZED (gate 3). It is guarded
@@ -95,7 +95,8 @@ SELECT count(*) FROM actions
 // normalized arguments hash) before it (at most $5). Each reads the
 // reason code that ended a denied step. The keyset on (created_at, id) is
 // an index condition on actions_run_created_idx, so a long run costs what
-// a short one does.
+// a short one does; ORDER BY names the table's columns because the output
+// column id is id::text, and sorting by that reads the whole run.
 const (
 	invocationStepColumns     = invocationListColumns + `, reason_code`
 	invocationGetStep         = `SELECT ` + invocationStepColumns + ` FROM actions WHERE run_id = $1 AND action_id = $2`
@@ -103,13 +104,13 @@ const (
   FROM actions
  WHERE run_id = $1
    AND (created_at, id) < (SELECT created_at, id FROM actions WHERE run_id = $1 AND action_id = $2)
- ORDER BY created_at DESC, id DESC
+ ORDER BY actions.created_at DESC, actions.id DESC
  LIMIT $3`
 	invocationListDenialsBefore = `SELECT ` + invocationStepColumns + `
   FROM actions
  WHERE run_id = $1 AND tool_name = $3 AND normalized_arguments_hash = $4 AND status = 'DENIED'
    AND (created_at, id) < (SELECT created_at, id FROM actions WHERE run_id = $1 AND action_id = $2)
- ORDER BY created_at DESC, id DESC
+ ORDER BY actions.created_at DESC, actions.id DESC
  LIMIT $5`
 )
 

@@ -131,7 +131,7 @@ func fillQueue(b *testing.B, svc *service.Service, p engine.Principal, n int) {
 	if _, err := pool.Exec(ctx, cloneApproval, approvalID, n-have-1); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `ANALYZE approvals`); err != nil {
+	if _, err := pool.Exec(ctx, `ANALYZE approvals, actions`); err != nil {
 		b.Fatal(err)
 	}
 }
