@@ -428,7 +428,8 @@ func (c *Config) Routes(tenantID, risk string) []string {
 	}
 	var out []string
 	for _, r := range c.routes {
-		if rank < riskPriority[r.MinRisk] || !(slices.Contains(r.Tenants, "*") || slices.Contains(r.Tenants, tenantID)) {
+		forTenant := slices.Contains(r.Tenants, "*") || slices.Contains(r.Tenants, tenantID)
+		if !forTenant || rank < riskPriority[r.MinRisk] {
 			continue
 		}
 		for _, name := range r.Channels {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -69,7 +70,7 @@ func (n *ntfy) Deliver(ctx context.Context, d Delivery) (Result, error) {
 	}
 	body, err := json.Marshal(ntfyMessage{
 		Topic: n.topic, Title: headline(m), Message: strings.Join(lines, "\n"),
-		Priority: prio, Tags: []string{tag, "risk-" + m.Risk}, Click: m.URL,
+		Priority: prio, Tags: slices.DeleteFunc([]string{tag, "risk-" + m.Risk}, func(s string) bool { return s == "" || s == "risk-" }), Click: m.URL,
 	})
 	if err != nil {
 		return Result{}, Permanent(fmt.Errorf("encode message: %w", err))

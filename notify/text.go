@@ -110,6 +110,9 @@ func timeLeft(m Message) time.Duration {
 // status is the one line under the summary: time left while pending, the
 // outcome (and its reason) once over.
 func status(m Message) string {
+	if m.Kind == KindTest {
+		return "A test from the Gatehouse console: this channel works"
+	}
 	if terminal(m.Kind) {
 		if r := plain(m.Reason, maxField); r != "" {
 			return headline(m) + " (" + r + ")"

@@ -104,6 +104,9 @@ func (w *webhook) IncludeArguments() bool { return w.withArgs }
 // the notification id, so a receiver drops the repeat a crash between send
 // and commit can cause.
 func (w *webhook) Deliver(ctx context.Context, d Delivery) (Result, error) {
+	if d.ID == "" {
+		return Result{}, Permanent(errors.New("a webhook needs the notification id for webhook-id"))
+	}
 	body, err := json.Marshal(payload(d.Message, w.withArgs))
 	if err != nil {
 		return Result{}, Permanent(fmt.Errorf("encode payload: %w", err))
