@@ -1,10 +1,8 @@
 package notify
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -16,6 +14,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"gatehouse/internal/strictyaml"
 )
 
 // Defaults of the delivery section.
@@ -172,24 +172,16 @@ func ParseConfig(file string, b []byte, getenv func(string) string) (*Config, er
 		getenv = os.Getenv
 	}
 	var fc fileConfig
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&fc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, &ConfigError{File: file, Msg: "no YAML document"}
+	root, err := strictyaml.Decode(b, &fc)
+	if err != nil {
+		line, msg := 0, err.Error()
+		if se, ok := errors.AsType[*strictyaml.Error](err); ok {
+			line, msg = se.Line, se.Msg
 		}
-		return nil, yamlError(file, err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, &ConfigError{File: file, Line: extra.Line, Msg: "exactly one YAML document is allowed"}
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(b, &root); err != nil {
-		return nil, yamlError(file, err)
+		return nil, &ConfigError{File: file, Line: line, Msg: msg}
 	}
 	c := &Config{File: file, getenv: getenv, channels: fc.Channels, routes: fc.Routes}
-	v := validator{file: file, root: &root}
+	v := validator{file: file, root: root}
 	c.Delivery = v.delivery(fc)
 	v.channels(c.channels, getenv)
 	v.routes(c.routes, c.channels)
@@ -197,23 +189,6 @@ func ParseConfig(file string, b []byte, getenv func(string) string) (*Config, er
 		return nil, v.err
 	}
 	return c, nil
-}
-
-// yamlError turns yaml.v3's "yaml: line 3: ..." into a ConfigError.
-func yamlError(file string, err error) error {
-	msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "yaml: "), "unmarshal errors:\n"))
-	line := 0
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if i := strings.IndexByte(rest, ':'); i > 0 {
-			if _, err := fmt.Sscanf(rest[:i], "%d", &line); err == nil {
-				msg = strings.TrimSpace(rest[i+1:])
-			}
-		}
-	}
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
-	return &ConfigError{File: file, Line: line, Msg: msg}
 }
 
 // validator keeps the first error, with the line of the list entry at fault.

@@ -84,14 +84,21 @@ func (s *slackAPI) message(ts string) string {
 	return string(b)
 }
 
-func TestSlackPostsTheRequestThenUpdatesTheSameMessageWithTheOutcome(t *testing.T) {
-	t.Parallel()
+// postedRequest is a Slack API with the request for approval already posted.
+func postedRequest(t *testing.T) (*slackAPI, Channel, Result) {
+	t.Helper()
 	api := newSlackAPI(t)
 	ch := api.channel(t)
 	res, err := deliver(t, ch, requested())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return api, ch, res
+}
+
+func TestSlackPostsTheRequestThenUpdatesTheSameMessageWithTheOutcome(t *testing.T) {
+	t.Parallel()
+	api, ch, res := postedRequest(t)
 	channelID, ts, _ := strings.Cut(res.Ref, ":")
 	if channelID != "C0123456" || ts == "" {
 		t.Fatalf("ref %q", res.Ref)
@@ -188,12 +195,7 @@ func TestSlackPostsAgainWhenTheOriginalMessageIsGone(t *testing.T) {
 
 func TestSlackExpiringUpdatesTheMessageAndBroadcastsAReply(t *testing.T) {
 	t.Parallel()
-	api := newSlackAPI(t)
-	ch := api.channel(t)
-	res, err := deliver(t, ch, requested())
-	if err != nil {
-		t.Fatal(err)
-	}
+	api, ch, res := postedRequest(t)
 	d := requested()
 	d.ID, d.Kind, d.PriorRef, d.SentAt = "ntf_0003", KindExpiring, res.Ref, d.ExpiresAt.Add(-9*60e9)
 	res2, err := deliver(t, ch, d)
