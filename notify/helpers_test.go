@@ -27,7 +27,7 @@ func testEnv(name string) string {
 
 // channel loads a one-channel configuration (plus its delivery section) and
 // builds it.
-func channel(t *testing.T, yamlText string, opts BuildOptions) Channel {
+func channel(t testing.TB, yamlText string, opts BuildOptions) Channel {
 	t.Helper()
 	cfg, err := ParseConfig("test.yaml", []byte(yamlText), testEnv)
 	if err != nil {

@@ -27,7 +27,7 @@ type browser struct {
 	auth []byte
 }
 
-func newBrowser(t *testing.T) browser {
+func newBrowser(t testing.TB) browser {
 	t.Helper()
 	priv, err := ecdh.P256().GenerateKey(rand.Reader)
 	if err != nil {
@@ -153,7 +153,7 @@ func (p *pushService) subscribe(t *testing.T, id string) PushSubscription {
 	return b.subscription(id, p.server.URL+"/push/"+id)
 }
 
-func webPushChannel(t *testing.T) (Channel, VAPIDKeys) {
+func webPushChannel(t testing.TB) (Channel, VAPIDKeys) {
 	t.Helper()
 	keys, err := GenerateVAPIDKeys()
 	if err != nil {
