@@ -58,25 +58,6 @@ func (d DeliverySettings) Backoff(attempt int, rnd func() float64) time.Duration
 	return time.Duration(f * float64(ceiling))
 }
 
-// ExpiringAt is when a pending approval created at created and expiring at
-// expires deserves an "expiring soon" notification: at ExpiringShare of its
-// lifetime or ExpiringBefore its end, whichever is first, never before it
-// was created.
-func (d DeliverySettings) ExpiringAt(created, expires time.Time) time.Time {
-	life := expires.Sub(created)
-	if life <= 0 {
-		return expires
-	}
-	at := created.Add(time.Duration(d.ExpiringShare * float64(life)))
-	if before := expires.Add(-d.ExpiringBefore); before.Before(at) {
-		at = before
-	}
-	if at.Before(created) {
-		return created
-	}
-	return at
-}
-
 // Config is a loaded CONSOLE_NOTIFY file. It holds the names of the
 // environment variables with the secrets, never their values: Build reads
 // them, so printing a Config leaks nothing.

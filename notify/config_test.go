@@ -172,26 +172,6 @@ func TestBackoffDoublesUpToTheCapWithFullJitter(t *testing.T) {
 	}
 }
 
-func TestExpiringAtIsTheEarlierOfShareAndMinutesBefore(t *testing.T) {
-	t.Parallel()
-	d := DeliverySettings{ExpiringShare: 0.8, ExpiringBefore: 10 * time.Minute}
-	created := time.Date(2026, 5, 4, 8, 0, 0, 0, time.UTC)
-	cases := []struct {
-		life, want time.Duration // want: after created
-	}{
-		{24 * time.Hour, 19*time.Hour + 12*time.Minute}, // 80% (19h12m) is before 23h50m
-		{time.Hour, 48 * time.Minute},                   // 80% (48m) is before 50m
-		{30 * time.Minute, 20 * time.Minute},            // 10 min before (20m) is before 80% (24m)
-		{5 * time.Minute, 0},                            // 10 min before is before creation: at creation
-		{0, 0},
-	}
-	for _, c := range cases {
-		if got := d.ExpiringAt(created, created.Add(c.life)); !got.Equal(created.Add(c.want)) {
-			t.Errorf("lifetime %v: %v, want %v", c.life, got.Sub(created), c.want)
-		}
-	}
-}
-
 func TestPermanentWrapsAndIsDetectedThroughWrapping(t *testing.T) {
 	t.Parallel()
 	base := errors.New("HTTP 400")

@@ -24,6 +24,7 @@ type envConfig struct {
 	RateBurst      string // CONSOLE_RATE_BURST; default 100
 	ServerURL      string // GATEHOUSE_URL (demo); default http://127.0.0.1:8080
 	Token          string // GATEHOUSE_TOKEN (demo)
+	Notify         string // CONSOLE_NOTIFY
 }
 
 // loadEnvConfig reads the environment through getenv (os.Getenv), with
@@ -53,6 +54,7 @@ func loadEnvConfig(getenv func(string) string) envConfig {
 		RateBurst:      or("CONSOLE_RATE_BURST", "100"),
 		ServerURL:      or("GATEHOUSE_URL", "http://127.0.0.1:8080"),
 		Token:          getenv("GATEHOUSE_TOKEN"),
+		Notify:         getenv("CONSOLE_NOTIFY"),
 	}
 }
 
