@@ -114,12 +114,14 @@ func TestSubscribePushRefusesWhatCannotBePushedTo(t *testing.T) {
 	offCurve := make([]byte, 65)
 	offCurve[0] = 4
 	cases := map[string]func(*PushSubscriptionInput){
-		"no endpoint":          func(in *PushSubscriptionInput) { in.Endpoint = "" },
-		"relative endpoint":    func(in *PushSubscriptionInput) { in.Endpoint = "/send/x" },
-		"http to a remote":     func(in *PushSubscriptionInput) { in.Endpoint = "http://push.example.net/send/x" },
-		"other scheme":         func(in *PushSubscriptionInput) { in.Endpoint = "javascript:alert(1)" },
-		"user info":            func(in *PushSubscriptionInput) { in.Endpoint = "https://u:p@push.example.net/x" },
-		"endpoint too long":    func(in *PushSubscriptionInput) { in.Endpoint = "https://push.example.net/" + strings.Repeat("a", MaxPushEndpoint) },
+		"no endpoint":       func(in *PushSubscriptionInput) { in.Endpoint = "" },
+		"relative endpoint": func(in *PushSubscriptionInput) { in.Endpoint = "/send/x" },
+		"http to a remote":  func(in *PushSubscriptionInput) { in.Endpoint = "http://push.example.net/send/x" },
+		"other scheme":      func(in *PushSubscriptionInput) { in.Endpoint = "javascript:alert(1)" },
+		"user info":         func(in *PushSubscriptionInput) { in.Endpoint = "https://u:p@push.example.net/x" },
+		"endpoint too long": func(in *PushSubscriptionInput) {
+			in.Endpoint = "https://push.example.net/" + strings.Repeat("a", MaxPushEndpoint)
+		},
 		"no p256dh":            func(in *PushSubscriptionInput) { in.P256dh = "" },
 		"p256dh not base64url": func(in *PushSubscriptionInput) { in.P256dh = "not base64!" },
 		"p256dh compressed":    func(in *PushSubscriptionInput) { in.P256dh = in.P256dh[:44] },

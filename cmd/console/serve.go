@@ -50,6 +50,10 @@ type serveConfig struct {
 	trustXFF       bool
 	allowedHosts   string
 	shutdownGrace  time.Duration
+	// vapid is the Web Push key pair from the environment; empty: the
+	// pair stored in the database (generated on first start). Never a
+	// flag: a private key on a command line shows in the process list.
+	vapid vapidKeys
 }
 
 func parseServeConfig(env envConfig, args []string, stderr io.Writer) (serveConfig, error) {
@@ -103,6 +107,9 @@ func parseServeConfig(env envConfig, args []string, stderr io.Writer) (serveConf
 	}
 	if cfg.baseURL == "" {
 		cfg.baseURL = "http://" + cfg.addr
+	}
+	if cfg.vapid, err = envVAPIDKeys(env); err != nil {
+		return cfg, err
 	}
 	return cfg, nil
 }
@@ -205,6 +212,10 @@ func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgx
 	if err != nil {
 		return nil, nil, err
 	}
+	vapid, err := cfg.vapidKeys(ctx, svc)
+	if err != nil {
+		return nil, nil, err
+	}
 	ipExtractor := echo.ExtractIPDirect()
 	if cfg.trustXFF {
 		ipExtractor = echo.ExtractIPFromXFFHeader()
@@ -223,6 +234,9 @@ func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgx
 		Sessions:     sessions,
 		RateLimit:    handlers.RateLimit{PerSecond: cfg.ratePerSecond, Burst: cfg.rateBurst},
 		IPExtractor:  ipExtractor,
+		// The private half is the delivery worker's (notify's webpush
+		// channel); the console only hands browsers the public one.
+		VAPIDPublicKey: vapid.public,
 	})
 	if err != nil {
 		return nil, nil, err

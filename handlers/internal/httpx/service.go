@@ -31,6 +31,9 @@ type Service interface {
 	ListEvents(ctx context.Context, p engine.Principal, f service.EventFilter) ([]api.Event, error)
 	EventWatermark(ctx context.Context, p engine.Principal) (string, error)
 	Overview(ctx context.Context, p engine.Principal) (service.Overview, error)
+	SubscribePush(ctx context.Context, tenantID, principalID string, sub service.PushSubscriptionInput) error
+	UnsubscribePush(ctx context.Context, tenantID, principalID, endpoint string) error
+	PushSubscriptions(ctx context.Context, tenantID string) ([]service.PushSubscriptionRow, error)
 	Ping(ctx context.Context) error
 }
 
