@@ -24,7 +24,7 @@ self.addEventListener("push", function (ev) {
       data = { body: ev.data.text() };
     }
   }
-  var url = sameOrigin(data.url) || "/";
+  var url = sameOrigin(data.url) || self.location.origin + "/";
   var title = typeof data.title === "string" && data.title ? data.title : "Gatehouse";
   var options = {
     body: typeof data.body === "string" ? data.body : "",
