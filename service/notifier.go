@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -317,9 +318,61 @@ func (s *Service) send(ctx context.Context, ch notify.Channel, d claimedDelivery
 			return notify.Result{}, notify.Permanent(fmt.Errorf("arguments view: %w", err))
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	delivery := notify.Delivery{Message: msg, PriorRef: d.PriorRef}
+	if ch.Type() == notify.TypeWebPush {
+		subs, err := s.approverDevices(ctx, d.TenantID)
+		if err != nil {
+			return notify.Result{}, err
+		}
+		delivery.Subscriptions = subs
+	}
+	sendCtx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	return ch.Deliver(ctx, notify.Delivery{Message: msg, PriorRef: d.PriorRef})
+	res, err := ch.Deliver(sendCtx, delivery)
+	s.recordDevices(ctx, d.TenantID, delivery.Subscriptions, res.Gone, err == nil)
+	return res, err
+}
+
+// approverDevices are the push subscriptions of the tenant's principals
+// who may act on a card now: a device of someone whose approval.resolve
+// was taken away gets nothing.
+func (s *Service) approverDevices(ctx context.Context, tenantID string) ([]notify.PushSubscription, error) {
+	rows, err := pushSubscriptionsListTenant(ctx, s.pool, tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("push subscriptions: %w", err)
+	}
+	var out []notify.PushSubscription
+	for _, r := range rows {
+		p, ok := s.cfg.Principals.Principal(tenantID, r.PrincipalID)
+		if !ok || requireScope(p, scopeApprovalResolve) != nil {
+			continue
+		}
+		out = append(out, notify.PushSubscription{ID: r.ID, Endpoint: r.Endpoint, P256dh: r.P256dh, Auth: r.Auth})
+	}
+	return out, nil
+}
+
+// recordDevices drops the subscriptions the push service says are gone
+// and, after a delivery, stamps the rest as reached. Neither can change
+// the delivery's outcome, so failures are only logged.
+func (s *Service) recordDevices(ctx context.Context, tenantID string, sent []notify.PushSubscription, gone []string, delivered bool) {
+	if len(gone) > 0 {
+		if err := pushSubscriptionsDeleteIDs(ctx, s.pool, tenantID, gone); err != nil {
+			s.log.Warn("notifier: dropping gone push subscriptions", "err", err)
+		}
+	}
+	if !delivered || len(sent) == 0 {
+		return
+	}
+	var reached []string
+	for _, sub := range sent {
+		if !slices.Contains(gone, sub.ID) {
+			reached = append(reached, sub.ID)
+		}
+	}
+	if err := pushSubscriptionsMarkSucceeded(ctx, s.pool, tenantID, reached, s.now()); err != nil {
+		s.log.Warn("notifier: stamping push subscriptions", "err", err)
+	}
 }
 
 // deliveryError is what the attempt log keeps of a failure: without the

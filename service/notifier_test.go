@@ -508,3 +508,62 @@ func TestNotificationTestSendAndList(t *testing.T) {
 		t.Fatalf("other tenant: %v %v", other, err)
 	}
 }
+
+// pushChannel is a Web Push channel's stand-in that keeps the devices it
+// was handed and reports one endpoint gone, as a push service's 410 does.
+type pushChannel struct {
+	mu   sync.Mutex
+	sent []string
+	gone string
+}
+
+func (c *pushChannel) Name() string           { return "push" }
+func (c *pushChannel) Type() string           { return notify.TypeWebPush }
+func (c *pushChannel) IncludeArguments() bool { return false }
+func (c *pushChannel) Deliver(_ context.Context, d notify.Delivery) (notify.Result, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var res notify.Result
+	for _, s := range d.Subscriptions {
+		c.sent = append(c.sent, s.Endpoint)
+		if s.Endpoint == c.gone {
+			res.Gone = append(res.Gone, s.ID)
+		}
+	}
+	return res, nil
+}
+
+// Web Push goes to the devices of the tenant's approvers only; a device
+// the push service reports gone is dropped, the others are stamped.
+func TestNotificationWebPushReachesApproversDevices(t *testing.T) {
+	t.Parallel()
+	ch := &pushChannel{gone: "https://push.example/gone"}
+	b := notifyingSetup(t, newReceiver(t, nil), func(n *Notifications) {
+		n.Channels = map[string]notify.Channel{"push": ch}
+		n.Route = func(string, string) []string { return []string{"push"} }
+	})
+	viewer := engine.Principal{ID: "viewer", TenantID: b.tenant, Scopes: []string{"approval.read"}}
+	b.dir.put(viewer)
+	for _, s := range []struct {
+		who      engine.Principal
+		endpoint string
+	}{{b.human, "https://push.example/kept"}, {b.human, ch.gone}, {viewer, "https://push.example/viewer"}} {
+		if err := b.svc.SubscribePush(b.ctx, b.tenant, s.who.ID, pushInput(t, s.endpoint)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.parked(b.started(), action("email.send", map[string]any{"to": "a@example.com"}))
+	b.deliverAll(b.svc)
+	slices.Sort(ch.sent)
+	mustEqual(t, "devices pushed to", strings.Join(ch.sent, " "), "https://push.example/gone https://push.example/kept")
+	rows, err := b.svc.PushSubscriptions(b.ctx, b.tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, r := range rows {
+		left = append(left, fmt.Sprintf("%s reached=%v", r.Endpoint, r.LastSuccessAt != nil))
+	}
+	slices.Sort(left)
+	mustEqual(t, "devices left", strings.Join(left, ", "), "https://push.example/kept reached=true, https://push.example/viewer reached=false")
+}

@@ -22,6 +22,8 @@ type envConfig struct {
 	DBMaxConns     string // CONSOLE_DB_MAX_CONNS; default 20
 	RateLimit      string // CONSOLE_RATE_LIMIT; default 50
 	RateBurst      string // CONSOLE_RATE_BURST; default 100
+	VAPIDPublic    string // CONSOLE_VAPID_PUBLIC_KEY
+	VAPIDPrivate   string // CONSOLE_VAPID_PRIVATE_KEY
 	ServerURL      string // GATEHOUSE_URL (demo); default http://127.0.0.1:8080
 	Token          string // GATEHOUSE_TOKEN (demo)
 	Notify         string // CONSOLE_NOTIFY
@@ -52,6 +54,8 @@ func loadEnvConfig(getenv func(string) string) envConfig {
 		DBMaxConns:     or("CONSOLE_DB_MAX_CONNS", "20"),
 		RateLimit:      or("CONSOLE_RATE_LIMIT", "50"),
 		RateBurst:      or("CONSOLE_RATE_BURST", "100"),
+		VAPIDPublic:    getenv("CONSOLE_VAPID_PUBLIC_KEY"),
+		VAPIDPrivate:   getenv("CONSOLE_VAPID_PRIVATE_KEY"),
 		ServerURL:      or("GATEHOUSE_URL", "http://127.0.0.1:8080"),
 		Token:          getenv("GATEHOUSE_TOKEN"),
 		Notify:         getenv("CONSOLE_NOTIFY"),

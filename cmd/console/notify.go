@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"time"
 
 	"gatehouse/notify"
@@ -45,11 +46,16 @@ func loadNotify(cfg serveConfig) (*notify.Config, error) {
 
 // notifications builds the channels of the loaded file and the service's
 // delivery policy from it; nil when nothing is configured.
-func notifications(cfg serveConfig, in serveInputs, logger *slog.Logger) (*service.Notifications, error) {
+func notifications(cfg serveConfig, in serveInputs, vapid vapidKeys, logger *slog.Logger) (*service.Notifications, error) {
 	if in.notify == nil {
 		return nil, nil
 	}
-	channels, err := in.notify.Build(notify.BuildOptions{Logger: logger})
+	channels, err := in.notify.Build(notify.BuildOptions{
+		Logger: logger,
+		VAPID:  notify.VAPIDKeys{Public: vapid.public, Private: vapid.private},
+		// The VAPID sub claim: push services write to it about abuse.
+		Subscriber: vapidSubscriber(cfg.baseURL),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("notification channels: %w", err)
 	}
@@ -64,4 +70,13 @@ func notifications(cfg serveConfig, in serveInputs, logger *slog.Logger) (*servi
 		ExpiringBefore: d.ExpiringBefore,
 		BaseURL:        cfg.baseURL,
 	}, nil
+}
+
+// vapidSubscriber is the contact a push service sees: the console's own
+// https origin, or a local mailbox name for a console on plain http.
+func vapidSubscriber(baseURL string) string {
+	if strings.HasPrefix(baseURL, "https://") {
+		return baseURL
+	}
+	return "mailto:gatehouse@localhost"
 }

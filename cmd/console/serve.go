@@ -52,6 +52,10 @@ type serveConfig struct {
 	allowedHosts   string
 	shutdownGrace  time.Duration
 	notifyFile     string
+	// vapid is the Web Push key pair from the environment; empty: the
+	// pair stored in the database (generated on first start). Never a
+	// flag: a private key on a command line shows in the process list.
+	vapid vapidKeys
 }
 
 func parseServeConfig(env envConfig, args []string, stderr io.Writer) (serveConfig, error) {
@@ -106,6 +110,9 @@ func parseServeConfig(env envConfig, args []string, stderr io.Writer) (serveConf
 	}
 	if cfg.baseURL == "" {
 		cfg.baseURL = "http://" + cfg.addr
+	}
+	if cfg.vapid, err = envVAPIDKeys(env); err != nil {
+		return cfg, err
 	}
 	return cfg, nil
 }
@@ -198,7 +205,11 @@ func loadServeInputs(cfg serveConfig) (serveInputs, error) {
 // handlers over pool, with the metrics the service reports into.
 func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgxpool.Pool, logger *slog.Logger) (*service.Service, *handlers.Server, error) {
 	m := metrics.New()
-	notifications, err := notifications(cfg, in, logger)
+	vapid, err := cfg.vapidKeys(ctx, pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	notifications, err := notifications(cfg, in, vapid, logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -236,6 +247,9 @@ func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgx
 		Sessions:     sessions,
 		RateLimit:    handlers.RateLimit{PerSecond: cfg.ratePerSecond, Burst: cfg.rateBurst},
 		IPExtractor:  ipExtractor,
+		// The private half is the delivery worker's (notify's webpush
+		// channel); the console only hands browsers the public one.
+		VAPIDPublicKey: vapid.public,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -53,7 +53,7 @@ func cardView(a api.Approval, viewer engine.Principal, now time.Time, result ser
 	}
 	c.CardContent = cardContent(a, c.Arguments)
 	if a.ResolvedAt != nil {
-		c.ResolvedAt = a.ResolvedAt.UTC().Format("2006-01-02 15:04 UTC")
+		c.ResolvedAt = dateTime(*a.ResolvedAt)
 	}
 	if a.Status == engine.ApprovalPending {
 		c.ExpiresIn = expiresIn(a.ExpiresAt, now)
@@ -140,6 +140,9 @@ func outcome(a api.Approval, viewer engine.Principal, result service.ResolveResu
 
 // clock is a resolution time as a human reads it in a card.
 func clock(t time.Time) string { return t.UTC().Format("15:04 UTC") }
+
+// dateTime is a moment further back than today, to the minute.
+func dateTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
 
 func upperFirst(s string) string {
 	if s == "" {

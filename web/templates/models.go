@@ -15,7 +15,7 @@ type Page struct {
 	Pending string // pending count ("3", "50+"); "" where not counted
 	User    string // display name; "" when signed out
 	CSRF    string // form token for POST forms
-	Nav     string // active navigation item: queue, history, overview, policy
+	Nav     string // active navigation item: queue, history, overview, policy, notifications
 	Flash   Flash
 	// Partial renders only the page's content, for an HTMX request that
 	// swaps part of a page already shown.
@@ -524,4 +524,24 @@ func shortID(id string) string {
 		return id[:8]
 	}
 	return id
+}
+
+// PushSettingsPage is "Notifications on this device": Web Push for the
+// signed-in human.
+type PushSettingsPage struct {
+	Page
+	// CanSubscribe: the human may resolve approvals, so a notification
+	// leads somewhere they can act.
+	CanSubscribe bool
+	// VAPIDKey is the server's public key the browser subscribes with;
+	// "" when the server has no Web Push configured.
+	VAPIDKey string
+	Devices  []PushDevice
+}
+
+// PushDevice is one browser the human enabled notifications in.
+type PushDevice struct {
+	Label string // the browser's User-Agent, shortened; untrusted
+	Since string
+	Last  string // last accepted push, "" if none yet
 }

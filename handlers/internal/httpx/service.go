@@ -35,6 +35,9 @@ type Service interface {
 	RecentNotifications(ctx context.Context, p engine.Principal, limit int) ([]service.NotificationDelivery, error)
 	SendTestNotification(ctx context.Context, p engine.Principal, channel string) error
 	NotificationChannels() map[string]string
+	SubscribePush(ctx context.Context, tenantID, principalID string, sub service.PushSubscriptionInput) error
+	UnsubscribePush(ctx context.Context, tenantID, principalID, endpoint string) error
+	PushSubscriptions(ctx context.Context, tenantID string) ([]service.PushSubscriptionRow, error)
 	Ping(ctx context.Context) error
 }
 
