@@ -163,8 +163,9 @@ func TestBrowserPushSubscribe(t *testing.T) {
 	}
 	login(t, ctx, srv, "bob")
 
-	do(t, ctx, "open the notifications page from the header",
-		chromedp.Click(css(`a[href="/settings/notifications"]`)),
+	do(t, ctx, "open this device's notifications from the header's Notifications page",
+		chromedp.Click(css(`.nav a[href="/notifications"]`)),
+		chromedp.Click(css(`[data-testid="this-device"]`)),
 		chromedp.WaitVisible(css(`[data-testid="push-enable"]`)),
 	)
 	if st := get(t, ctx, "state before", chromedp.Evaluate[string](`document.getElementById("push-control").dataset.state`)); st != "off" {
