@@ -168,9 +168,9 @@ func (e AdvisedPolicyEngine) Evaluate(ctx context.Context, a ProposedAction, p P
 	if err != nil || e.Advisor == nil || !ConsultsAdvisor(a, det) {
 		return det, err
 	}
-	v, err := e.Advisor.Advise(ctx, a)
-	if err != nil {
-		return det, nil
+	if v, err := e.Advisor.Advise(ctx, a); err == nil {
+		return ApplyAdvice(det, v), nil
 	}
-	return ApplyAdvice(det, v), nil
+	// Any error is an abstention: the deterministic decision stands.
+	return det, nil
 }
