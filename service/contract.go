@@ -105,4 +105,10 @@ type Metrics interface {
 	NotificationDelivered(channel, outcome string, latency time.Duration)
 	// NotificationBacklog is how many deliveries are waiting.
 	NotificationBacklog(pending int)
+	// AdvisoryConsulted counts an advisor's answer by verdict, and whether
+	// the layer enforced it or only observed, with the call's latency.
+	AdvisoryConsulted(verdict string, enforced bool, latency time.Duration)
+	// AdvisoryAbstained counts an advisor that gave no verdict, by cause
+	// (engine.Abstain*).
+	AdvisoryAbstained(cause string)
 }
