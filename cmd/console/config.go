@@ -27,6 +27,7 @@ type envConfig struct {
 	ServerURL      string // GATEHOUSE_URL (demo); default http://127.0.0.1:8080
 	Token          string // GATEHOUSE_TOKEN (demo)
 	Notify         string // CONSOLE_NOTIFY
+	Advisory       advisoryEnv
 }
 
 // loadEnvConfig reads the environment through getenv (os.Getenv), with
@@ -59,6 +60,7 @@ func loadEnvConfig(getenv func(string) string) envConfig {
 		ServerURL:      or("GATEHOUSE_URL", "http://127.0.0.1:8080"),
 		Token:          getenv("GATEHOUSE_TOKEN"),
 		Notify:         getenv("CONSOLE_NOTIFY"),
+		Advisory:       loadAdvisoryEnv(getenv),
 	}
 }
 
