@@ -47,6 +47,33 @@ func (s *Service) advisoryMode(rs *engine.LoadedRuleset) advisoryMode {
 	return advisoryOff
 }
 
+// Advisory modes as the policy page names them.
+const (
+	AdvisoryOff       = "off"
+	AdvisoryObserving = "observing"
+	AdvisoryEnforcing = "enforcing"
+)
+
+// AdvisoryState is the layer's state for runs of profile. An advisor that
+// has a Version method (the judgment advisor) has it shown.
+func (s *Service) AdvisoryState(profile string) AdvisoryState {
+	rs, _ := s.ruleset(profile)
+	var st AdvisoryState
+	switch s.advisoryMode(rs) {
+	case advisoryEnforce:
+		st.Mode = AdvisoryEnforcing
+	case advisoryObserve:
+		st.Mode = AdvisoryObserving
+	default:
+		st.Mode = AdvisoryOff
+		st.Unconfigured = s.cfg.Advisor == nil && (s.cfg.AdvisoryObserve || rs != nil && rs.AdvisoryEnabled())
+	}
+	if v, ok := s.cfg.Advisor.(interface{ Version() string }); ok {
+		st.AdvisorVersion = v.Version()
+	}
+	return st
+}
+
 // warnAdvisoryWithoutAdvisor warns once, at composition, when the layer is
 // on (observing, or a loaded profile enforcing) but no advisor is composed:
 // every decision is then the deterministic engine's.

@@ -341,3 +341,33 @@ func TestAdvisoryKeepsTheHotPath(t *testing.T) {
 		t.Errorf("consulted allowed proposal: %d round trips; want 7 (BEGIN, lookup, ROLLBACK, then the allowed path's 4)", trips)
 	}
 }
+
+// The overview's advisory rates: escalations over judged actions (an
+// abstention with a cause is no judgment), and approvals over the
+// advisory escalations a human resolved; the policy page's state.
+func TestAdvisoryOverviewAndState(t *testing.T) {
+	t.Parallel()
+	f := setupAdvisory(t, advisortest.Probabilities(1, 0, 0), advisoryOpts{enforce: true})
+	mustEqual(t, "state", f.svc.AdvisoryState("default"), AdvisoryState{Mode: AdvisoryEnforcing, AdvisorVersion: advisor.Version})
+	first := f.parked(f.started(), search("a"))
+	second := f.parked(f.started(), search("b"))
+	f.srv.SetReply(advisortest.Probabilities(0, 0, 0))
+	f.propose(f.started(), search("c"))
+	f.srv.SetReply(advisortest.Reply{Status: 500})
+	f.propose(f.started(), search("d"))
+	f.resolve(first.ApprovalID, engine.ResolutionApproveOnce)
+	f.resolve(second.ApprovalID, engine.ResolutionDeny)
+	o, err := f.svc.Overview(f.ctx, f.human)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.AdvisoryJudged != 3 || o.AdvisoryEscalated != 2 || o.AdvisoryEscalationsResolved != 2 || o.AdvisoryApproved != 1 {
+		t.Fatalf("overview %+v", o)
+	}
+
+	obs := setupAdvisory(t, advisortest.Reply{}, advisoryOpts{observe: true})
+	mustEqual(t, "observing", obs.svc.AdvisoryState("default").Mode, AdvisoryObserving)
+	none := setupAdvisory(t, advisortest.Reply{}, advisoryOpts{observe: true, noAdvisor: true})
+	mustEqual(t, "unconfigured", none.svc.AdvisoryState("default"), AdvisoryState{Mode: AdvisoryOff, Unconfigured: true})
+	mustEqual(t, "off", f.bundle.newService(f.policy).AdvisoryState("default"), AdvisoryState{Mode: AdvisoryOff, Unconfigured: true})
+}

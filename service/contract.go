@@ -84,6 +84,24 @@ type Overview struct {
 	DenialsByHour   []int // last 24 hours, oldest first
 	ApprovalsByHour []int
 	ResolvedLastDay int
+	// The advisory layer over the last 24 hours: actions it judged and
+	// those it would escalate (observing or enforcing: the escalation
+	// rate), and its escalations a human resolved and those approved (the
+	// disagreement rate).
+	AdvisoryJudged, AdvisoryEscalated             int
+	AdvisoryEscalationsResolved, AdvisoryApproved int
+}
+
+// AdvisoryState is the advisory layer's state for runs of one profile.
+type AdvisoryState struct {
+	// Mode is off, observing or enforcing.
+	Mode string
+	// AdvisorVersion names the composed advisor's questions and
+	// thresholds; "" when none is composed.
+	AdvisorVersion string
+	// Unconfigured: the profile or the observe flag asks for the layer
+	// but no advisor is composed, so decisions are deterministic.
+	Unconfigured bool
 }
 
 // PrincipalDirectory resolves the current principal behind a run at resume

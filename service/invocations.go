@@ -114,6 +114,17 @@ const (
  LIMIT $5`
 )
 
+// invocationAdvisoryCounts counts the tenant's actions of the last 24
+// hours the advisory layer judged (an abstention with a cause is no
+// judgment), and how many of those it would escalate, observing or
+// enforcing.
+const invocationAdvisoryCounts = `
+SELECT count(*) FILTER (WHERE advisory->>'cause' IS NULL),
+       count(*) FILTER (WHERE advisory->>'verdict' IN ('require_approval', 'deny'))
+  FROM actions
+ WHERE tenant_id = $1 AND advisory IS NOT NULL
+   AND created_at > $2::timestamptz - interval '24 hours' AND created_at <= $2`
+
 // invocationRow is an invocation with what only the service reads.
 type invocationRow struct {
 	api.Invocation
@@ -457,4 +468,11 @@ func (s *Service) ListInvocations(ctx context.Context, p engine.Principal, runID
 		return nil, fmt.Errorf("service: list invocations: %w", err)
 	}
 	return out, nil
+}
+
+// invocationsAdvisoryCounts is how many of the tenant's actions of the 24
+// hours before now the advisory layer judged, and would escalate.
+func invocationsAdvisoryCounts(ctx context.Context, db DBTX, tenantID string, now time.Time) (judged, escalated int, err error) {
+	err = db.QueryRow(ctx, invocationAdvisoryCounts, tenantID, now).Scan(&judged, &escalated)
+	return judged, escalated, err
 }

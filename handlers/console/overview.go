@@ -40,6 +40,8 @@ func overviewView(page templates.Page, o service.Overview) templates.OverviewPag
 			hourChart("Expiries per hour", "warn", o.ExpiriesByHour),
 		},
 	}
+	m.AdvisoryEscalationRate, m.AdvisoryJudged = percent(o.AdvisoryEscalated, o.AdvisoryJudged), o.AdvisoryJudged
+	m.AdvisoryDisagreementRate, m.AdvisoryResolved = percent(o.AdvisoryApproved, o.AdvisoryEscalationsResolved), o.AdvisoryEscalationsResolved
 	risks := engine.RiskLevels()
 	slices.Reverse(risks)
 	for _, r := range risks {
@@ -57,4 +59,12 @@ func hourChart(title, kind string, counts []int) templates.Chart {
 		ch.Total += n
 	}
 	return ch
+}
+
+// percent is part of whole as a whole percentage, or "—" of nothing.
+func percent(part, whole int) string {
+	if whole == 0 {
+		return "—"
+	}
+	return strconv.Itoa((part*100+whole/2)/whole) + "%"
 }
