@@ -223,6 +223,9 @@ func (srv *server) spawn(t testing.TB, opts serverOptions) *proc {
 		"CONSOLE_POLICY_DIR="+opts.PolicyDir,
 		"CONSOLE_POLICY_PROFILE="+opts.PolicyProfile,
 		"AUTH_MODE=",
+		// The log tests parse JSON lines; the default would be text on a
+		// terminal or in dev mode.
+		"LOG_FORMAT=json",
 		// Tests drive the API far harder than an agent; the rate limit has
 		// its own test.
 		"CONSOLE_RATE_LIMIT=100000",

@@ -44,7 +44,7 @@ const approvalGet = `SELECT ` + approvalColumns + ` FROM approvals WHERE id = $1
 // someone (a resolver, the reaper, a cancellation) got there first, the
 // approval is due ($5, now, at or past expires_at) and only the reaper's
 // expiry may end it, or its arguments are not the ones the resolver saw
-// ($8, a hash; '' when the caller binds none).
+// ($8, a hash; empty when the caller binds none).
 const approvalResolveIfPending = `
 UPDATE approvals
    SET status = $3, resolution = $4, resolved_at = $5, resolved_by = $6, resolution_reason = $7

@@ -24,6 +24,9 @@ type envConfig struct {
 	RateBurst      string // CONSOLE_RATE_BURST; default 100
 	ServerURL      string // GATEHOUSE_URL (demo); default http://127.0.0.1:8080
 	Token          string // GATEHOUSE_TOKEN (demo)
+	LogFormat      string // LOG_FORMAT: text or json; default text on a terminal or in dev mode
+	LogLevel       string // LOG_LEVEL: debug, info, warn, error; default info
+	DataDir        string // GATEHOUSE_DATA: where the data lives, for serve's banner (make run sets it)
 }
 
 // loadEnvConfig reads the environment through getenv (os.Getenv), with
@@ -53,6 +56,9 @@ func loadEnvConfig(getenv func(string) string) envConfig {
 		RateBurst:      or("CONSOLE_RATE_BURST", "100"),
 		ServerURL:      or("GATEHOUSE_URL", "http://127.0.0.1:8080"),
 		Token:          getenv("GATEHOUSE_TOKEN"),
+		LogFormat:      getenv("LOG_FORMAT"),
+		LogLevel:       getenv("LOG_LEVEL"),
+		DataDir:        getenv("GATEHOUSE_DATA"),
 	}
 }
 

@@ -1,17 +1,19 @@
 // Gatehouse console enhancements. Every page works without this file: it adds
 // copy buttons, keyboard shortcuts (j/k move, a/d approve/deny after a
-// confirmation) and keeps live-inserted cards in queue order. No eval, no
+// confirmation), keeps live-inserted cards in queue order, ticks the time
+// left and shows times in the viewer's zone. No eval, no
 // inline handlers: the CSP forbids both.
 (function () {
   "use strict";
   document.documentElement.classList.add("js");
 
+  // The queue's items: cards, or the rows of the list view.
   function cards() {
-    return Array.prototype.slice.call(document.querySelectorAll("#queue-cards > .card"));
+    return Array.prototype.slice.call(document.querySelectorAll("#queue-cards > .card, #queue-rows > .row"));
   }
 
   function selected() {
-    return document.querySelector("#queue-cards > .card.selected");
+    return document.querySelector("#queue-cards > .card.selected, #queue-rows > .row.selected");
   }
 
   function select(card) {
@@ -112,5 +114,48 @@
     var empty = document.getElementById("queue-empty");
     if (empty) empty.hidden = cards().length > 0;
     advance();
+    tick();
+    localTimes();
   });
+
+  // The live clock: every time left ticks each second and turns amber
+  // ("soon", 15 minutes or less) then red ("urgent", 5 minutes or less),
+  // the thresholds of handlers/console/triage.go. The server's text is the
+  // fallback without JavaScript.
+  var SOON = 15 * 60, URGENT = 5 * 60;
+  function left(seconds) {
+    if (seconds <= 0) return "expiring now";
+    if (seconds < 60) return "in " + seconds + "s";
+    var m = Math.floor(seconds / 60), s = seconds % 60;
+    if (seconds < 3600) return "in " + m + "m " + (s < 10 ? "0" : "") + s + "s";
+    return "in " + Math.floor(seconds / 3600) + "h " + (m % 60) + "m";
+  }
+  function tick() {
+    var now = Date.now();
+    document.querySelectorAll("time[data-expires]").forEach(function (t) {
+      var at = Date.parse(t.getAttribute("data-expires"));
+      if (isNaN(at)) return;
+      var seconds = Math.max(0, Math.floor((at - now) / 1000));
+      var text = left(seconds);
+      if (t.textContent !== text) t.textContent = text;
+      t.classList.toggle("expires-urgent", seconds <= URGENT);
+      t.classList.toggle("expires-soon", seconds > URGENT && seconds <= SOON);
+      if (!t.title) t.title = new Date(at).toLocaleString();
+    });
+  }
+
+  // Times in the viewer's time zone; the server renders UTC.
+  function localTimes() {
+    document.querySelectorAll("time[data-local]:not([data-localized])").forEach(function (t) {
+      var at = Date.parse(t.getAttribute("datetime"));
+      if (isNaN(at)) return;
+      t.title = t.textContent;
+      t.textContent = new Date(at).toLocaleString([], { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", timeZoneName: "short" });
+      t.setAttribute("data-localized", "");
+    });
+  }
+
+  tick();
+  localTimes();
+  window.setInterval(tick, 1000);
 })();
