@@ -87,6 +87,8 @@ var testPrincipals = []principalSpec{
 	{"bob", "acme", concat(approverScopes, []string{"run.read"})},
 	{"carol", "globex", concat(runScopes, approverScopes, toolScopes)},
 	{"nobody", "acme", nil},
+	// viewer reads the queue and nothing else: no resolve, no run.read.
+	{"viewer", "acme", []string{"approval.read"}},
 }
 
 func concat(lists ...[]string) []string {

@@ -39,10 +39,16 @@
     if (!button) return;
     var verb = resolution === "deny" ? "Deny" : "Approve";
     var title = card.getAttribute("data-summary") || "this action";
-    if (window.confirm(verb + ": " + title + "?")) {
-      advanceFrom = card.id;
-      button.click();
+    if (!window.confirm(verb + ": " + title + "?")) return;
+    // A critical approval needs its box ticked as well, by hand: the
+    // dialog alone is not the deliberate second step.
+    var box = card.querySelector('input[name="confirm"]');
+    if (resolution !== "deny" && box && !box.checked) {
+      box.focus();
+      return;
     }
+    advanceFrom = card.id;
+    button.click();
   }
 
   // The card resolved from the keyboard comes back swapped in place, without
