@@ -73,7 +73,10 @@
   document.addEventListener("keydown", function (ev) {
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
     var t = ev.target;
-    if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
+    // Keys type into text fields; a ticked box (the critical
+    // confirmation, a batch selection) keeps the shortcuts.
+    var box = t && t.tagName === "INPUT" && (t.type === "checkbox" || t.type === "radio");
+    if (t && ((t.tagName === "INPUT" && !box) || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
     switch (ev.key) {
       case "j": move(1); break;
       case "k": move(-1); break;
