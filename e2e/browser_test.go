@@ -23,7 +23,7 @@ import (
 )
 
 // updateDocs also writes the queue screenshots into docs/ for the README.
-var updateDocs = flag.Bool("update-docs", false, "write docs/queue.png and docs/queue-phone.png")
+var updateDocs = flag.Bool("update-docs", false, "write docs/queue.png, docs/queue-phone.png, docs/queue-dark.png and docs/queue-list.png")
 
 // chromiumPath is CHROMIUM or Debian's /usr/bin/chromium. The browser tests
 // never skip: a missing browser fails them with what to install.
