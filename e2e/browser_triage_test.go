@@ -62,6 +62,10 @@ func TestBrowserTriageListView(t *testing.T) {
 	if n := count(t, ctx, `#queue-rows [data-testid="batch-pick"]`); n != len(queueMix)-1 {
 		t.Errorf("%d rows offer a batch box, want every one but the critical: %d", n, len(queueMix)-1)
 	}
+	// Ticking a box brings up the batch bar.
+	do(t, ctx, "select a row",
+		chromedp.Click(css(`#queue-rows [data-testid="batch-pick"]`)),
+		chromedp.WaitVisible(css(`[data-testid="batch-approve"]`)))
 	screenshot(t, ctx, "queue-list.png", "queue-list.png")
 
 	// Remembered: the queue opens as a list until the cards are chosen.
@@ -244,7 +248,13 @@ func TestBrowserTriageCountdownTicks(t *testing.T) {
 		t.Error("ten minutes left is not marked soon")
 	}
 	if n := count(t, ctx, `[data-testid="expiring-soon"] [data-testid="queue-row"]`); n != 1 {
-		t.Errorf("the expiring-soon group holds %d rows, want 1", n)
+		t.Fatalf("the expiring-soon group holds %d rows, want 1", n)
+	}
+	// Decided, it leaves the group.
+	id := get(t, ctx, "card id", chromedp.Evaluate[string](`document.querySelector('#queue-cards > .card').dataset.approvalId`))
+	resolveCard(t, ctx, id, "approve", "")
+	if left := get(t, ctx, "wait for the group to empty", chromedp.Poll[bool](`document.querySelectorAll('[data-testid="expiring-soon"] [data-testid="queue-row"]').length === 0`, chromedp.WithPollingTimeout(5*time.Second))); !left {
+		t.Errorf("the decided approval stays in the expiring-soon group")
 	}
 }
 

@@ -120,6 +120,11 @@
       }
       place(c);
     });
+    // A decided approval leaves the expiring-soon group.
+    cards().filter(function (c) { return c.getAttribute("data-status") !== "pending"; }).forEach(function (c) {
+      var soon = document.getElementById("soon-" + c.getAttribute("data-approval-id"));
+      if (soon) soon.parentNode.removeChild(soon);
+    });
     var empty = document.getElementById("queue-empty");
     if (empty) empty.hidden = cards().length > 0;
     advance();
