@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gatehouse/engine"
+	"gatehouse/service"
 	"gatehouse/web/templates"
 )
 
@@ -104,5 +105,27 @@ func TestInertCell(t *testing.T) {
 		if got := inertCell(in); got != want {
 			t.Errorf("inertCell(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// An hourly chart names each bar's hour, labels its axis every six hours
+// and links to the history it counts; a pending tile links to the queue of
+// its risk.
+func TestOverviewLinksAndLabelledHours(t *testing.T) {
+	t.Parallel()
+	end := time.Date(2026, 3, 4, 14, 0, 0, 0, time.UTC)
+	ch := hourChart("Denials per hour", "bad", engine.ApprovalDenied, make([]int, 24), end)
+	if got := ch.Bars[23].Label; got != "13:00–14:00 UTC" {
+		t.Errorf("last bar %q", got)
+	}
+	if got := strings.Join(ch.Axis, " "); got != "14:00 20:00 02:00 08:00 now" {
+		t.Errorf("axis %q", got)
+	}
+	if ch.Href != "/history?since=2026-03-03&status=denied" {
+		t.Errorf("chart link %q", ch.Href)
+	}
+	m := overviewView(templates.Page{}, service.Overview{PendingByRisk: map[engine.RiskLevel]int{engine.RiskCritical: 2}, At: end})
+	if tile := m.PendingByRisk[0]; tile.Label != "critical" || tile.Value != 2 || tile.Href != "/?risk=critical" {
+		t.Errorf("first tile %+v", tile)
 	}
 }
