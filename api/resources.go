@@ -200,6 +200,16 @@ type Approval struct {
 	// ArgumentsHash is the SHA-256 of the action's normalized arguments:
 	// a reviewer's resolution can be bound to the arguments they saw.
 	ArgumentsHash string `json:"arguments_hash"`
+
+	// OriginTrust and ArgumentTrust are the trust labels the proposal
+	// came with: where the request, and each argument's value, came from.
+	// The console marks every argument whose content cannot authorize.
+	OriginTrust   engine.TrustLevel            `json:"origin_trust,omitempty"`
+	ArgumentTrust map[string]engine.TrustLevel `json:"argument_trust,omitempty"`
+	// PolicyExplanation is the engine's sentence for the decision. It
+	// names the profile rule that fired, so it stays off the wire (never
+	// the rule that fired) and only the console shows it.
+	PolicyExplanation string `json:"-"`
 }
 
 // ApprovalPage is one page of approvals.

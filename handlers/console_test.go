@@ -114,6 +114,7 @@ func setup(t *testing.T, adjust ...func(*service.LoginThrottle)) *bundle {
 	cfg := Config{
 		Service: b.svc, Directory: dir, Policy: set, Metrics: metrics.New(), Sessions: sessions,
 		BaseURL: b.base, Now: b.clock.Now, SessionKeys: [][]byte{[]byte(randHex(t, 32))},
+		VAPIDPublicKey: testVAPIDPublic,
 		IPExtractor: func(r *http.Request) string {
 			if ip := r.Header.Get(testPeerHeader); ip != "" {
 				return ip

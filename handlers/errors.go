@@ -13,14 +13,21 @@ import (
 	"gatehouse/handlers/internal/httpx"
 )
 
-// isAPIPath reports whether a path is answered in JSON rather than with a
-// console page.
+// isAPIPath reports whether a path is the API's or an operational
+// endpoint's.
 func isAPIPath(path string) bool {
 	switch path {
 	case "/healthz", "/readyz", "/metrics", "/v1":
 		return true
 	}
 	return strings.HasPrefix(path, "/v1/")
+}
+
+// answersJSON reports whether errors on a path are answered in JSON rather
+// than with a console page: the API's paths, and the console endpoints its
+// scripts call, which read the error's message.
+func answersJSON(path string) bool {
+	return isAPIPath(path) || path == pushSubscriptionsPath
 }
 
 // handleError is the one echo HTTPErrorHandler: JSON for the API and the
@@ -44,7 +51,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		s.log.ErrorContext(c.Request().Context(), "request failed",
 			"request_id", httpx.RequestID(c), "route", c.Path(), "error", err)
 	}
-	if !isAPIPath(c.Request().URL.Path) {
+	if !answersJSON(c.Request().URL.Path) {
 		if werr := console.RenderError(c, ae.Status, ae.Message); werr != nil {
 			s.log.WarnContext(c.Request().Context(), "writing error page", "request_id", httpx.RequestID(c), "error", werr)
 		}

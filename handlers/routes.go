@@ -21,6 +21,10 @@ const (
 	scopeApprovalResolve = engine.ScopeApprovalResolve
 )
 
+// pushSubscriptionsPath is where the console's script adds (POST) and
+// removes (DELETE) this browser's Web Push subscription.
+const pushSubscriptionsPath = "/push/subscriptions"
+
 // routes is the table of contents of the server: every route of the API
 // and the console with the scope it asks for. Middleware is attached
 // before any route of its group is added (echo issues #1657, #2464:
@@ -67,9 +71,13 @@ func (s *Server) consoleRoutes(e *echo.Echo) {
 	cn := console.New(console.Config{
 		Service: s.cfg.Service, Sessions: s.cfg.Sessions, Directory: s.cfg.Directory, Policy: s.cfg.Policy,
 		BaseURL: s.cfg.BaseURL, DevMode: s.cfg.DevMode, SessionKeys: s.cfg.SessionKeys, Now: s.now, Logger: s.log,
+		VAPIDPublicKey: s.cfg.VAPIDPublicKey,
 	})
 
-	e.Match([]string{http.MethodGet, http.MethodHead}, "/static/*", console.StaticFiles(web.Static()), console.WithSecurityHeaders, console.CacheStatic)
+	getHead := []string{http.MethodGet, http.MethodHead}
+	e.Match(getHead, "/static/*", console.StaticFiles(web.Static()), console.WithSecurityHeaders, console.CacheStatic)
+	e.Match(getHead, console.ManifestPath, console.Manifest(web.Static()), console.WithSecurityHeaders)
+	e.Match(getHead, console.WorkerPath, console.Worker(web.Static()), console.WithSecurityHeaders)
 
 	login := e.Group("", console.WithSecurityHeaders, cn.RefuseCrossOrigin, console.ReadForm, cn.LoginToken, console.RequireFormToken)
 	login.GET("/login", cn.LoginShow)
@@ -88,8 +96,18 @@ func (s *Server) consoleRoutes(e *echo.Echo) {
 	pages.POST("/runs/:id/cancel", cn.RunCancel, console.RequireScope(scopeRunCancel))
 	pages.GET("/policy", cn.PolicyShow, console.RequireScope(scopeRunRead))
 	pages.GET("/overview", cn.Overview, console.RequireScope(scopeApprovalRead))
+	pages.GET("/notifications", cn.Notifications, console.RequireScope(scopeApprovalRead))
+	pages.POST("/notifications/test", cn.NotificationTest, console.RequireScope(scopeApprovalResolve))
+	pages.GET("/settings/notifications", cn.PushSettings)
 	pages.POST("/logout", cn.Logout)
 	pages.POST("/logout-everywhere", cn.LogoutEverywhere)
+
+	// The Web Push switch's JSON calls (push.js): errors answer in JSON.
+	// Switching a device off needs no scope, so losing approval.resolve
+	// never strands a subscription.
+	push := e.Group("", console.WithSecurityHeaders, cn.RefuseCrossOrigin, cn.RequireSession, console.RequireJSONToken)
+	push.POST(pushSubscriptionsPath, cn.PushSubscribe, console.RequireScope(scopeApprovalResolve))
+	push.DELETE(pushSubscriptionsPath, cn.PushUnsubscribe)
 
 	// The queue's poll does not count as activity (idle timeout).
 	poll := e.Group("", console.WithSecurityHeaders, cn.RefuseCrossOrigin, cn.RequireQuietSession)

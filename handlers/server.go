@@ -57,6 +57,9 @@ type Config struct {
 	// IPExtractor decides the client address; nil: the direct peer address,
 	// never a forwarded header.
 	IPExtractor echo.IPExtractor
+	// VAPIDPublicKey is the Web Push public key (base64url) browsers
+	// subscribe with; "" leaves the console without push subscriptions.
+	VAPIDPublicKey string
 }
 
 // RateLimit is a token bucket per principal (api.RateLimit).

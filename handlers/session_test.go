@@ -87,7 +87,8 @@ func TestConsoleSecurityHeaders(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	hc := b.signedIn("full")
-	for _, path := range []string{"/", "/login", "/policy", "/approvals/00000000-0000-4000-8000-000000000000", "/static/console.css"} {
+	for _, path := range []string{"/", "/login", "/policy", "/approvals/00000000-0000-4000-8000-000000000000", "/static/console.css",
+		"/settings/notifications", "/sw.js", "/manifest.webmanifest"} {
 		r := b.get(hc, path)
 		csp := r.Header.Get("Content-Security-Policy")
 		if csp == "" || strings.Contains(csp, "'unsafe-inline'") || strings.Contains(csp, "'unsafe-eval'") ||

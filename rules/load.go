@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"gatehouse/engine"
+	"gatehouse/internal/strictyaml"
 )
 
 var (
@@ -103,9 +103,9 @@ func (s *Set) Profiles() []string {
 // Load error codes beyond the engine's rule codes (engine.Code*).
 const (
 	CodeRead             = "file.read"
-	CodeSyntax           = "yaml.syntax"
-	CodeEmpty            = "yaml.empty"
-	CodeMultipleDocs     = "yaml.multiple_documents"
+	CodeSyntax           = strictyaml.CodeSyntax
+	CodeEmpty            = strictyaml.CodeEmpty
+	CodeMultipleDocs     = strictyaml.CodeMultipleDocs
 	CodeValue            = "yaml.value"
 	CodeHardlineOverride = "profile.hardline_not_overridable"
 	CodeProfileName      = "profile.name"
@@ -220,43 +220,11 @@ func validProfileName(s string) bool {
 // decodeStrict decodes exactly one YAML document into v, refusing unknown
 // fields, and returns the document's node tree for line lookups.
 func decodeStrict(file string, b []byte, v any) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, &LoadError{File: file, Code: CodeEmpty, Msg: "no YAML document"}
-		}
-		return nil, yamlError(file, err)
+	root, err := strictyaml.Decode(b, v)
+	if se, ok := errors.AsType[*strictyaml.Error](err); ok {
+		return nil, &LoadError{File: file, Line: se.Line, Code: se.Code, Msg: se.Msg}
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, &LoadError{File: file, Line: extra.Line, Code: CodeMultipleDocs, Msg: "exactly one YAML document is allowed"}
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(b, &root); err != nil {
-		return nil, yamlError(file, err)
-	}
-	return &root, nil
-}
-
-// yamlError turns a yaml.v3 error ("yaml: line 3: ...", or a TypeError
-// listing "line 3: ...") into a LoadError carrying the first line.
-func yamlError(file string, err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
-	msg = strings.TrimSpace(msg)
-	line := 0
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if i := strings.IndexByte(rest, ':'); i > 0 {
-			if _, err := fmt.Sscanf(rest[:i], "%d", &line); err == nil {
-				msg = strings.TrimSpace(rest[i+1:])
-			}
-		}
-	}
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
-	return &LoadError{File: file, Line: line, Code: CodeSyntax, Msg: msg}
+	return root, err
 }
 
 // mappingValue returns the value node of key in a mapping node, or nil.

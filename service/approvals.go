@@ -27,15 +27,17 @@ const approvalColumns = `id::text, tenant_id, principal_id, run_id::text, sessio
        COALESCE(revalidated_policy_version, ''), status, COALESCE(resolution, ''),
        COALESCE(resolved_by, ''), resolved_at, resolution_reason, expires_at, created_at,
        normalized_arguments_hash, requested_scopes, agent_version, risk_rank,
+       origin_trust, argument_trust, policy_explanation,
        (SELECT r.agent_id FROM runs r WHERE r.id = approvals.run_id)`
 
 const approvalInsert = `
 INSERT INTO approvals (id, tenant_id, principal_id, session_id, run_id, action_kind, action_id,
        tool_invocation_id, status, expires_at, created_at, action_summary, tool_name, side_effect,
        risk, risk_rank, arguments_view, argument_digests, policy_reason, policy_version,
-       normalized_arguments_hash, requested_scopes, agent_version)
+       normalized_arguments_hash, requested_scopes, agent_version, origin_trust, argument_trust,
+       policy_explanation)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10, $11, $12, $13, $14, $15, $16, $17,
-        $18, $19, $20, $21, $22)
+        $18, $19, $20, $21, $22, $23, $24, $25)
 RETURNING ` + approvalColumns
 
 const approvalGet = `SELECT ` + approvalColumns + ` FROM approvals WHERE id = $1 AND tenant_id = $2`
@@ -131,6 +133,16 @@ const (
 	approvalCountPending = `SELECT count(*) FROM (SELECT 1 FROM approvals WHERE tenant_id = $1 AND status = 'pending' LIMIT $2) p`
 )
 
+// approvalListPendingIdentical is the same call ($2 tool, $3 normalized
+// arguments hash) pending in the tenant from runs other than $4, newest
+// first, at most $5: a backward scan of approvals_pending_identical_idx.
+const approvalListPendingIdentical = `
+SELECT ` + approvalColumns + ` FROM approvals
+ WHERE tenant_id = $1 AND tool_name = $2 AND normalized_arguments_hash = $3 AND status = 'pending'
+   AND run_id <> $4
+ ORDER BY created_at DESC
+ LIMIT $5`
+
 const overviewPendingByRisk = `
 SELECT risk, count(*) FROM approvals
  WHERE tenant_id = $1 AND status = 'pending'
@@ -172,7 +184,8 @@ func scanApproval(row pgx.Row) (approvalRow, error) {
 		&a.Arguments, &a.ArgumentDigests, &a.Risk, &a.PolicyReason, &a.PolicyVersion,
 		&a.RevalidatedPolicyVersion, &a.Status, &a.Resolution,
 		&a.ResolvedBy, &a.ResolvedAt, &a.ResolutionReason, &a.ExpiresAt, &a.CreatedAt,
-		&a.NormalizedArgumentsHash, &a.RequestedScopes, &a.AgentVersion, &a.RiskRank, &a.AgentID)
+		&a.NormalizedArgumentsHash, &a.RequestedScopes, &a.AgentVersion, &a.RiskRank,
+		&a.OriginTrust, &a.ArgumentTrust, &a.PolicyExplanation, &a.AgentID)
 	a.ArgumentsHash = a.NormalizedArgumentsHash
 	return a, err
 }
@@ -191,7 +204,8 @@ func queueApprovalsInsert(b *pgx.Batch, a approvalRow, out *approvalRow) {
 	b.Queue(approvalInsert, a.ID, a.TenantID, a.PrincipalID, a.SessionID,
 		a.RunID, string(a.ActionKind), a.ActionID, inv, a.ExpiresAt, a.CreatedAt, a.ActionSummary,
 		a.ToolName, string(a.SideEffect), string(a.Risk), a.Risk.Rank(), a.Arguments, a.ArgumentDigests,
-		a.PolicyReason, a.PolicyVersion, a.NormalizedArgumentsHash, a.RequestedScopes, a.AgentVersion).QueryRow(func(row pgx.Row) error {
+		a.PolicyReason, a.PolicyVersion, a.NormalizedArgumentsHash, a.RequestedScopes, a.AgentVersion,
+		string(a.OriginTrust), a.ArgumentTrust, a.PolicyExplanation).QueryRow(func(row pgx.Row) error {
 		stored, err := scanApproval(row)
 		if isUniqueViolation(err) {
 			return fmt.Errorf("create approval: action_id already used: %w", ErrConflict)
@@ -362,6 +376,18 @@ func queueApprovalsListByIDs(b *pgx.Batch, tenantID string, ids []string, out *[
 	b.Queue(approvalListByIDs, tenantID, ids).Query(func(rows pgx.Rows) (err error) {
 		*out, err = collectApprovals(rows)
 		return err
+	})
+}
+
+// queueApprovalsListPendingIdentical queues on b the read of up to limit
+// pending approvals of the tenant for the same call as a (its tool and
+// normalized arguments hash) from runs other than a's, newest first.
+func queueApprovalsListPendingIdentical(b *pgx.Batch, a approvalRow, limit int, out *[]approvalRow) {
+	b.Queue(approvalListPendingIdentical, a.TenantID, a.ToolName, a.NormalizedArgumentsHash, a.RunID, limit).Query(func(rows pgx.Rows) (err error) {
+		if *out, err = collectApprovals(rows); err != nil {
+			return fmt.Errorf("list identical approvals: %w", err)
+		}
+		return nil
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"gatehouse/api"
 	"gatehouse/engine"
+	"gatehouse/notify"
 )
 
 // Benchmarks run on real PostgreSQL with b.RunParallel:
@@ -36,25 +37,37 @@ func BenchmarkProposeAllow(b *testing.B) {
 }
 
 // BenchmarkProposePark: every operation parks a fresh claimed run (the
-// seed's steps in one transaction).
+// seed's steps in one transaction), with notifications off and on: the
+// difference is what the outbox insert costs the gate (no notifier runs).
 func BenchmarkProposePark(b *testing.B) {
-	bb := setup(b)
-	runs := make(chan claimed, b.N)
-	for range b.N {
-		runs <- bb.started()
+	routed := &Notifications{
+		Channels: map[string]notify.Channel{"hook": postChannel{name: "hook", url: "http://127.0.0.1:9"}},
+		Route:    func(string, string) []string { return []string{"hook"} },
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			c := <-runs
-			res, err := bb.svc.Propose(bb.ctx, bb.owner, c.run.ID, c.lease, action("email.send", map[string]any{"to": "a@example.com"}))
-			if err != nil || res.Decision != engine.DecisionRequireApproval {
-				b.Errorf("propose: %v %v", res.Decision, err)
-				return
+	for _, n := range []struct {
+		name string
+		cfg  *Notifications
+	}{{"notifications=off", nil}, {"notifications=on", routed}} {
+		b.Run(n.name, func(b *testing.B) {
+			bb := setup(b, withNotifications(n.cfg))
+			runs := make(chan claimed, b.N)
+			for range b.N {
+				runs <- bb.started()
 			}
-		}
-	})
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					c := <-runs
+					res, err := bb.svc.Propose(bb.ctx, bb.owner, c.run.ID, c.lease, action("email.send", map[string]any{"to": "a@example.com"}))
+					if err != nil || res.Decision != engine.DecisionRequireApproval {
+						b.Errorf("propose: %v %v", res.Decision, err)
+						return
+					}
+				}
+			})
+		})
+	}
 }
 
 // resolversPerApproval is how many concurrent resolutions each approval

@@ -107,4 +107,9 @@ type Metrics interface {
 	Denied(reasonCode string)
 	CircuitBreakerTripped()
 	RevalidationVoided(cause string)
+	// NotificationDelivered counts a settled try by channel and outcome
+	// (delivered, skipped, retry, failed).
+	NotificationDelivered(channel, outcome string, latency time.Duration)
+	// NotificationBacklog is how many deliveries are waiting.
+	NotificationBacklog(pending int)
 }

@@ -17,7 +17,8 @@ import (
 // DBTX, or queued on a *pgx.Batch) that run it.
 var tableFiles = []string{
 	"runs.go", "invocations.go", "approvals.go", "events.go",
-	"console_sessions.go", "login_throttle.go", "policy_profiles.go",
+	"console_sessions.go", "login_throttle.go", "policy_profiles.go", "notifications.go",
+	"push_subscriptions.go", "push_vapid_keys.go",
 }
 
 // sqlStatement is how a statement constant's value starts.

@@ -98,7 +98,7 @@ func eventPayload(payload api.EventPayload) ([]byte, error) {
 	return b, nil
 }
 
-func notify(ctx context.Context, db DBTX, tenantID string) error {
+func signalEvents(ctx context.Context, db DBTX, tenantID string) error {
 	if _, err := db.Exec(ctx, eventNotify, notifyChannel, tenantID); err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"gatehouse/api"
 	"gatehouse/engine"
 	"gatehouse/internal/pgdb"
+	"gatehouse/notify"
 )
 
 // failureCircuitBreaker is the failure reason of a run the circuit breaker
@@ -337,6 +338,10 @@ func (s *Service) approvalFor(run api.Run, inv newInvocation, row invocationRow,
 	if scopes == nil {
 		scopes = []string{}
 	}
+	trust := a.ArgumentTrust
+	if trust == nil {
+		trust = map[string]engine.TrustLevel{}
+	}
 	toolInvocationID := ""
 	if inv.req.Kind == "" || inv.req.Kind.HasToolInvocation() {
 		toolInvocationID = row.ID
@@ -348,6 +353,7 @@ func (s *Service) approvalFor(run api.Run, inv newInvocation, row invocationRow,
 			ToolInvocationID: toolInvocationID, ActionSummary: row.Summary, ToolName: row.ToolName,
 			SideEffect: a.SideEffect, Arguments: view, ArgumentDigests: digests, Risk: a.Risk,
 			PolicyReason: inv.out.Decision.ReasonCode, PolicyVersion: inv.out.Decision.PolicyVersion,
+			OriginTrust: a.OriginTrust, ArgumentTrust: trust, PolicyExplanation: inv.out.Decision.Explanation,
 			ExpiresAt: expires, CreatedAt: inv.now,
 		},
 		NormalizedArgumentsHash: row.NormalizedArgumentsHash,
@@ -396,7 +402,8 @@ func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run a
 	// written before the database returns the row.
 	expires := engine.ApprovalExpiry(a.Risk, now, run.Deadline, rs.Profile().Expiry).Truncate(time.Microsecond)
 	var approval approvalRow
-	queueApprovalsInsert(b, s.approvalFor(run, inv, row, approvalID, expires), &approval)
+	pending := s.approvalFor(run, inv, row, approvalID, expires)
+	queueApprovalsInsert(b, pending, &approval)
 	s.queueStep(b, stepApproval)
 
 	queueRunsCheckpointPark(b, run.ID, approvalID, row.StepNumber, now)
@@ -415,6 +422,7 @@ func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run a
 		return api.ProposeResult{}, err
 	}
 	s.queueStep(b, stepEvent)
+	s.queueNotification(b, after, pending, notify.KindRequested, now)
 	queueNotify(b, run.TenantID)
 	s.queueStep(b, stepNotify)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {

@@ -148,12 +148,14 @@ type bundle struct {
 	tenant string
 	owner  engine.Principal // submits runs and works them
 	human  engine.Principal // resolves approvals
+	notify *Notifications   // handed to every Service the bundle builds
 }
 
 type setupOpts struct {
 	epoch    time.Time
 	pool     *pgxpool.Pool
 	distinct bool
+	notify   *Notifications
 }
 
 func setup(t testing.TB, opts ...func(*setupOpts)) *bundle {
@@ -169,9 +171,9 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *bundle {
 	b := &bundle{
 		t: t, ctx: context.Background(), pool: o.pool, clock: &clock{t: o.epoch},
 		dir:    &directory{m: map[string]engine.Principal{}},
-		tenant: tenant,
-		owner:  engine.Principal{ID: "owner", TenantID: tenant, Scopes: allScopes},
-		human:  engine.Principal{ID: "human", TenantID: tenant, Scopes: []string{"approval.read", "approval.resolve"}},
+		tenant: tenant, notify: o.notify,
+		owner: engine.Principal{ID: "owner", TenantID: tenant, Scopes: allScopes},
+		human: engine.Principal{ID: "human", TenantID: tenant, Scopes: []string{"approval.read", "approval.resolve"}},
 	}
 	b.dir.put(b.owner)
 	b.dir.put(b.human)
@@ -182,12 +184,15 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *bundle {
 
 func withEpoch(e time.Time) func(*setupOpts) { return func(o *setupOpts) { o.epoch = e } }
 func withDistinctResolver(o *setupOpts)      { o.distinct = true }
+func withNotifications(n *Notifications) func(*setupOpts) {
+	return func(o *setupOpts) { o.notify = n }
+}
 
 // newService builds a Service on the bundle's database, clock and
 // directory, as a restarted process would.
 func (b *bundle) newService(policy *rules.Set) *Service {
 	b.t.Helper()
-	svc, err := New(b.ctx, Config{Pool: b.pool, Policy: policy, Principals: b.dir, Now: b.clock.Now, ReplicaID: "test"})
+	svc, err := New(b.ctx, Config{Pool: b.pool, Policy: policy, Principals: b.dir, Now: b.clock.Now, ReplicaID: "test", Notify: b.notify})
 	if err != nil {
 		b.t.Fatalf("New: %v", err)
 	}

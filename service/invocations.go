@@ -52,7 +52,7 @@ const invocationGetForApproval = `SELECT ` + invocationColumns + `
   FROM actions WHERE (run_id, action_id) = (SELECT run_id, action_id FROM approvals WHERE id = $1)`
 
 const invocationListForRun = `SELECT ` + invocationListColumns + `
-  FROM actions WHERE run_id = $1 ORDER BY created_at, id`
+  FROM actions WHERE run_id = $1 ORDER BY actions.created_at, actions.id`
 
 // invocationAuthorize is the single gate's only write: the one statement in
 // Gatehouse that moves an invocation to AUTHORIZED (gate 3). It is guarded
@@ -88,6 +88,31 @@ const invocationCountDenials = `
 SELECT count(*) FROM actions
  WHERE run_id = $1 AND tool_name = $2 AND normalized_arguments_hash = $3
    AND reason_code = $4 AND status = 'DENIED'`
+
+// The detail page's view of a run around one of its actions ($2, by
+// action_id): the action itself, the steps proposed before it (newest
+// first, at most $3) and the denials of the same call ($3 tool, $4
+// normalized arguments hash) before it (at most $5). Each reads the
+// reason code that ended a denied step. The keyset on (created_at, id) is
+// an index condition on actions_run_created_idx, so a long run costs what
+// a short one does; ORDER BY names the table's columns because the output
+// column id is id::text, and sorting by that reads the whole run.
+const (
+	invocationStepColumns     = invocationListColumns + `, reason_code`
+	invocationGetStep         = `SELECT ` + invocationStepColumns + ` FROM actions WHERE run_id = $1 AND action_id = $2`
+	invocationListStepsBefore = `SELECT ` + invocationStepColumns + `
+  FROM actions
+ WHERE run_id = $1
+   AND (created_at, id) < (SELECT created_at, id FROM actions WHERE run_id = $1 AND action_id = $2)
+ ORDER BY actions.created_at DESC, actions.id DESC
+ LIMIT $3`
+	invocationListDenialsBefore = `SELECT ` + invocationStepColumns + `
+  FROM actions
+ WHERE run_id = $1 AND tool_name = $3 AND normalized_arguments_hash = $4 AND status = 'DENIED'
+   AND (created_at, id) < (SELECT created_at, id FROM actions WHERE run_id = $1 AND action_id = $2)
+ ORDER BY actions.created_at DESC, actions.id DESC
+ LIMIT $5`
+)
 
 // invocationRow is an invocation with what only the service reads.
 type invocationRow struct {
@@ -315,6 +340,59 @@ func invocationsListForRun(ctx context.Context, db DBTX, runID string) ([]api.In
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (api.Invocation, error) {
 		var inv api.Invocation
 		return inv, r.Scan(listFields(&inv)...)
+	})
+}
+
+// Step is an action of a run as the approval detail page lists it: the
+// invocation with the reason code of the denial that ended it, if any
+// (its Decision is what the gate decided when it was proposed).
+type Step struct {
+	api.Invocation
+	ReasonCode string
+}
+
+func collectSteps(rows pgx.Rows) ([]Step, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Step, error) {
+		var s Step
+		return s, r.Scan(append(listFields(&s.Invocation), &s.ReasonCode)...)
+	})
+}
+
+// queueInvocationsGetStep queues on b the read of a run's action by its
+// action id into s; found is false when there is none.
+func queueInvocationsGetStep(b *pgx.Batch, runID, actionID string, s *Step, found *bool) {
+	b.Queue(invocationGetStep, runID, actionID).Query(func(rows pgx.Rows) error {
+		steps, err := collectSteps(rows)
+		if err != nil {
+			return fmt.Errorf("get step: %w", err)
+		}
+		if *found = len(steps) == 1; *found {
+			*s = steps[0]
+		}
+		return nil
+	})
+}
+
+// queueInvocationsListStepsBefore queues on b the read of up to limit
+// actions of a run proposed before the action actionID, newest first.
+func queueInvocationsListStepsBefore(b *pgx.Batch, runID, actionID string, limit int, out *[]Step) {
+	b.Queue(invocationListStepsBefore, runID, actionID, limit).Query(func(rows pgx.Rows) (err error) {
+		if *out, err = collectSteps(rows); err != nil {
+			return fmt.Errorf("list steps: %w", err)
+		}
+		return nil
+	})
+}
+
+// queueInvocationsListDenialsBefore queues on b the read of up to limit
+// denials of the same call (tool, normalized arguments hash) in a run
+// before the action actionID, newest first.
+func queueInvocationsListDenialsBefore(b *pgx.Batch, runID, actionID, tool, hash string, limit int, out *[]Step) {
+	b.Queue(invocationListDenialsBefore, runID, actionID, tool, hash, limit).Query(func(rows pgx.Rows) (err error) {
+		if *out, err = collectSteps(rows); err != nil {
+			return fmt.Errorf("list denials: %w", err)
+		}
+		return nil
 	})
 }
 

@@ -33,6 +33,10 @@ func (r *recorder) ApprovalExpired(risk engine.RiskLevel) { r.add("expired %s", 
 func (r *recorder) Denied(reason string)                  { r.add("denied %s", reason) }
 func (r *recorder) CircuitBreakerTripped()                { r.add("breaker") }
 func (r *recorder) RevalidationVoided(cause string)       { r.add("void %s", cause) }
+func (r *recorder) NotificationDelivered(channel, outcome string, _ time.Duration) {
+	r.add("notification %s %s", channel, outcome)
+}
+func (r *recorder) NotificationBacklog(int) {}
 
 // take returns the calls recorded since the last take.
 func (r *recorder) take() []string {

@@ -57,7 +57,7 @@ func (s *Service) expireOne(ctx context.Context, tx pgx.Tx, after *afterCommit, 
 	if err != nil || !ok {
 		return a, ok, err
 	}
-	if err := s.expired(ctx, tx, a, now); err != nil {
+	if err := s.expired(ctx, tx, after, a, now); err != nil {
 		return a, false, err
 	}
 	// The invocation is denied approval.expired: an expiry counts in the
@@ -68,7 +68,7 @@ func (s *Service) expireOne(ctx context.Context, tx pgx.Tx, after *afterCommit, 
 }
 
 // expired applies an expiry to the approval's invocation and run.
-func (s *Service) expired(ctx context.Context, tx pgx.Tx, a approvalRow, now time.Time) error {
+func (s *Service) expired(ctx context.Context, tx pgx.Tx, after *afterCommit, a approvalRow, now time.Time) error {
 	inv, found, err := invocationsGetByAction(ctx, tx, a.RunID, a.ActionID)
 	if err != nil {
 		return err
@@ -78,13 +78,13 @@ func (s *Service) expired(ctx context.Context, tx pgx.Tx, a approvalRow, now tim
 			return err
 		}
 	}
-	if err := recordSettled(ctx, tx, a, "", now); err != nil {
+	if err := s.recordSettled(ctx, tx, after, a, "", now); err != nil {
 		return err
 	}
 	if _, _, err := failRun(ctx, tx, a.RunID, []string{api.RunWaitingForApproval}, engine.ReasonApprovalExpired, now); err != nil {
 		return err
 	}
-	return notify(ctx, tx, a.TenantID)
+	return signalEvents(ctx, tx, a.TenantID)
 }
 
 // RunReaper calls ExpireDue every interval until ctx ends, draining full

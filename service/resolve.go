@@ -145,7 +145,7 @@ func (s *Service) settle(ctx context.Context, tx pgx.Tx, after *afterCommit, a a
 	} else if found {
 		resumable = inv.ID
 	}
-	if err := queueRecordSettled(b, a, resumable, now); err != nil {
+	if err := s.queueRecordSettled(b, after, a, resumable, now); err != nil {
 		return err
 	}
 	if err := queueRunsRequeueIfSettled(b, a.RunID, now); err != nil {
@@ -172,10 +172,11 @@ func (s *Service) settle(ctx context.Context, tx pgx.Tx, after *afterCommit, a a
 }
 
 // recordSettled drops a settled approval from its run's checkpoint (listing
-// resumableInvocation, if any, for resume) and writes approval.resolved.
-func recordSettled(ctx context.Context, tx pgx.Tx, a approvalRow, resumableInvocation string, now time.Time) error {
+// resumableInvocation, if any, for resume) and writes approval.resolved and
+// its notification.
+func (s *Service) recordSettled(ctx context.Context, tx pgx.Tx, after *afterCommit, a approvalRow, resumableInvocation string, now time.Time) error {
 	b := &pgx.Batch{}
-	if err := queueRecordSettled(b, a, resumableInvocation, now); err != nil {
+	if err := s.queueRecordSettled(b, after, a, resumableInvocation, now); err != nil {
 		return err
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -185,7 +186,8 @@ func recordSettled(ctx context.Context, tx pgx.Tx, a approvalRow, resumableInvoc
 }
 
 // queueRecordSettled is recordSettled queued on b.
-func queueRecordSettled(b *pgx.Batch, a approvalRow, resumableInvocation string, now time.Time) error {
+func (s *Service) queueRecordSettled(b *pgx.Batch, after *afterCommit, a approvalRow, resumableInvocation string, now time.Time) error {
 	queueRunsCheckpointSettle(b, a.RunID, a.ID, resumableInvocation, now)
+	s.queueNotification(b, after, a, notificationKind(a.Status), now)
 	return queueEvent(b, a.TenantID, a.RunID, now, resolvedPayload(a))
 }

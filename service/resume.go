@@ -9,6 +9,7 @@ import (
 
 	"gatehouse/api"
 	"gatehouse/engine"
+	"gatehouse/notify"
 )
 
 // Resume decides whether an invocation that waited for approval may execute
@@ -229,6 +230,9 @@ func (s *Service) denyAtResume(ctx context.Context, tx pgx.Tx, after *afterCommi
 		if err := insertEvent(ctx, tx, run.TenantID, run.ID, now, api.ApprovalInvalidatedPayload{
 			ApprovalID: a.ID, InvocationID: inv.ID, Cause: cause,
 		}); err != nil {
+			return err
+		}
+		if err := s.insertNotification(ctx, tx, after, a, notify.KindInvalidated, now); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"gatehouse/api"
 	"gatehouse/engine"
+	"gatehouse/notify"
 )
 
 const (
@@ -216,6 +217,9 @@ func (s *Service) CancelRun(ctx context.Context, p engine.Principal, runID strin
 			if err := insertEvent(ctx, tx, a.TenantID, a.RunID, now, resolvedPayload(a)); err != nil {
 				return err
 			}
+			if err := s.insertNotification(ctx, tx, after, a, notify.KindCancelled, now); err != nil {
+				return err
+			}
 			latency := now.Sub(a.CreatedAt)
 			after.add(func() { s.metrics.ApprovalResolved(engine.ApprovalCancelled, latency) })
 		}
@@ -235,7 +239,7 @@ func (s *Service) CancelRun(ctx context.Context, p engine.Principal, runID strin
 		}); err != nil {
 			return err
 		}
-		return notify(ctx, tx, run.TenantID)
+		return signalEvents(ctx, tx, run.TenantID)
 	})
 	if err != nil {
 		return api.Run{}, fmt.Errorf("service: cancel run: %w", err)

@@ -289,6 +289,16 @@ func queueRunsLock(b *pgx.Batch, tenantID, runID string, r *api.Run, runErr *err
 	})
 }
 
+// queueRunsGet is runsGet without the lock, queued on b: the run, or
+// ErrNotFound, is in r and runErr once the batch is read. runID must be a
+// uuid.
+func queueRunsGet(b *pgx.Batch, tenantID, runID string, r *api.Run, runErr *error) {
+	b.Queue(runGet, runID, tenantID).QueryRow(func(row pgx.Row) error {
+		*r, *runErr = runFrom(row)
+		return nil
+	})
+}
+
 // runsLockForApproval locks the run of an approval of the tenant; no such
 // approval in the tenant is ErrNotFound.
 func runsLockForApproval(ctx context.Context, db DBTX, tenantID, approvalID string) (api.Run, error) {

@@ -41,6 +41,8 @@ type Config struct {
 	// alone: set by one-shot commands (the approval CLI), so only servers
 	// record the policy they load.
 	SkipProfileAudit bool
+	// Notify routes approval changes to people; nil: no notifications.
+	Notify *Notifications
 }
 
 // Service is the application layer every surface calls: API, console, CLI.
@@ -68,6 +70,10 @@ type Service struct {
 	// onListening observes each LISTEN that took, with the backend's pid.
 	// Set only in tests.
 	onListening func(pid uint32)
+
+	// notifierWake wakes RunNotifier when this replica wrote a
+	// notification.
+	notifierWake chan struct{}
 }
 
 // New builds a Service and, unless cfg.SkipProfileAudit, records
@@ -80,7 +86,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Policy == nil {
 		return nil, errors.New("service: config needs the loaded policy")
 	}
-	s := &Service{cfg: cfg, pool: cfg.Pool, now: cfg.Now, log: cfg.Logger, metrics: cfg.Metrics, eventsFallback: eventsFallbackPoll, listenerIdle: listenerPingEvery}
+	s := &Service{cfg: cfg, pool: cfg.Pool, now: cfg.Now, log: cfg.Logger, metrics: cfg.Metrics, eventsFallback: eventsFallbackPoll, listenerIdle: listenerPingEvery, notifierWake: make(chan struct{}, 1)}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -235,3 +241,5 @@ func (noMetrics) ApprovalExpired(engine.RiskLevel)                           {}
 func (noMetrics) Denied(string)                                              {}
 func (noMetrics) CircuitBreakerTripped()                                     {}
 func (noMetrics) RevalidationVoided(string)                                  {}
+func (noMetrics) NotificationDelivered(string, string, time.Duration)        {}
+func (noMetrics) NotificationBacklog(int)                                    {}

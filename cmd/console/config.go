@@ -22,11 +22,14 @@ type envConfig struct {
 	DBMaxConns     string // CONSOLE_DB_MAX_CONNS; default 20
 	RateLimit      string // CONSOLE_RATE_LIMIT; default 50
 	RateBurst      string // CONSOLE_RATE_BURST; default 100
+	VAPIDPublic    string // CONSOLE_VAPID_PUBLIC_KEY
+	VAPIDPrivate   string // CONSOLE_VAPID_PRIVATE_KEY
 	ServerURL      string // GATEHOUSE_URL (demo); default http://127.0.0.1:8080
 	Token          string // GATEHOUSE_TOKEN (demo)
 	LogFormat      string // LOG_FORMAT: text or json; default text on a terminal or in dev mode
 	LogLevel       string // LOG_LEVEL: debug, info, warn, error; default info
 	DataDir        string // GATEHOUSE_DATA: where the data lives, for serve's banner (make run sets it)
+	Notify         string // CONSOLE_NOTIFY
 }
 
 // loadEnvConfig reads the environment through getenv (os.Getenv), with
@@ -54,11 +57,14 @@ func loadEnvConfig(getenv func(string) string) envConfig {
 		DBMaxConns:     or("CONSOLE_DB_MAX_CONNS", "20"),
 		RateLimit:      or("CONSOLE_RATE_LIMIT", "50"),
 		RateBurst:      or("CONSOLE_RATE_BURST", "100"),
+		VAPIDPublic:    getenv("CONSOLE_VAPID_PUBLIC_KEY"),
+		VAPIDPrivate:   getenv("CONSOLE_VAPID_PRIVATE_KEY"),
 		ServerURL:      or("GATEHOUSE_URL", "http://127.0.0.1:8080"),
 		Token:          getenv("GATEHOUSE_TOKEN"),
 		LogFormat:      getenv("LOG_FORMAT"),
 		LogLevel:       getenv("LOG_LEVEL"),
 		DataDir:        getenv("GATEHOUSE_DATA"),
+		Notify:         getenv("CONSOLE_NOTIFY"),
 	}
 }
 

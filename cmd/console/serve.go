@@ -26,6 +26,7 @@ import (
 	"gatehouse/internal/metrics"
 	"gatehouse/internal/pgdb"
 	"gatehouse/migrations"
+	"gatehouse/notify"
 	"gatehouse/rules"
 	"gatehouse/service"
 )
@@ -50,6 +51,11 @@ type serveConfig struct {
 	trustXFF       bool
 	allowedHosts   string
 	shutdownGrace  time.Duration
+	notifyFile     string
+	// vapid is the Web Push key pair from the environment; empty: the
+	// pair stored in the database (generated on first start). Never a
+	// flag: a private key on a command line shows in the process list.
+	vapid vapidKeys
 }
 
 func parseServeConfig(env envConfig, args []string, stderr io.Writer) (serveConfig, error) {
@@ -68,6 +74,7 @@ func parseServeConfig(env envConfig, args []string, stderr io.Writer) (serveConf
 	fs.BoolVar(&cfg.demo, "demo", false, "run the demo agent in-process (dev mode only)")
 	fs.StringVar(&cfg.allowedHosts, "allowed-hosts", env.AllowedHosts, "comma-separated further Host names to answer for, beyond the base URL's (CONSOLE_ALLOWED_HOSTS)")
 	fs.BoolVar(&cfg.trustXFF, "trust-x-forwarded-for", env.TrustXFF, "take the client address from X-Forwarded-For set by a proxy on a private network (CONSOLE_TRUST_XFF=1)")
+	fs.StringVar(&cfg.notifyFile, "notify", env.Notify, "notification channels and routes (CONSOLE_NOTIFY)")
 	fs.DurationVar(&cfg.shutdownGrace, "shutdown-grace", 15*time.Second, "how long in-flight requests may finish at shutdown")
 	reaper := fs.String("reaper-interval", env.ReaperInterval, "expiry reaper period; 0 disables it here (CONSOLE_REAPER_INTERVAL)")
 	maxConns := fs.String("db-max-conns", env.DBMaxConns, "database pool size (CONSOLE_DB_MAX_CONNS)")
@@ -103,6 +110,9 @@ func parseServeConfig(env envConfig, args []string, stderr io.Writer) (serveConf
 	}
 	if cfg.baseURL == "" {
 		cfg.baseURL = "http://" + cfg.addr
+	}
+	if cfg.vapid, err = envVAPIDKeys(env); err != nil {
+		return cfg, err
 	}
 	return cfg, nil
 }
@@ -164,6 +174,8 @@ type serveInputs struct {
 	keys   [][]byte
 	// demoToken is the in-process demo agent's bearer token (--demo).
 	demoToken string
+	// notify is the CONSOLE_NOTIFY file (or the demo's), nil for none.
+	notify *notify.Config
 }
 
 // loadServeInputs loads the policy, the principals and the cookie keys,
@@ -178,6 +190,9 @@ func loadServeInputs(cfg serveConfig) (serveInputs, error) {
 		return in, err
 	}
 	if in.keys, err = sessionKeys(cfg); err != nil {
+		return in, err
+	}
+	if in.notify, err = loadNotify(cfg); err != nil {
 		return in, err
 	}
 	if cfg.demo {
@@ -197,6 +212,14 @@ func loadServeInputs(cfg serveConfig) (serveInputs, error) {
 // handlers over pool, with the metrics the service reports into.
 func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgxpool.Pool, logger *slog.Logger) (*service.Service, *handlers.Server, error) {
 	m := metrics.New()
+	vapid, err := cfg.vapidKeys(ctx, pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	notifications, err := notifications(cfg, in, vapid, logger)
+	if err != nil {
+		return nil, nil, err
+	}
 	svc, err := service.New(ctx, service.Config{
 		Pool:       pool,
 		Policy:     in.policy,
@@ -204,6 +227,7 @@ func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgx
 		Logger:     logger,
 		Metrics:    m,
 		ReplicaID:  replicaID(),
+		Notify:     notifications,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting service: %w", err)
@@ -233,6 +257,9 @@ func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgx
 		Sessions:        sessions,
 		RateLimit:       handlers.RateLimit{PerSecond: cfg.ratePerSecond, Burst: cfg.rateBurst},
 		IPExtractor:     ipExtractor,
+		// The private half is the delivery worker's (notify's webpush
+		// channel); the console only hands browsers the public one.
+		VAPIDPublicKey: vapid.public,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -266,6 +293,7 @@ func serveUntilDone(ctx context.Context, cfg serveConfig, in serveInputs, svc *s
 	if cfg.reaperInterval > 0 {
 		wg.Go(func() { svc.RunReaper(bg, cfg.reaperInterval) })
 	}
+	wg.Go(func() { svc.RunNotifier(bg, notifierInterval) })
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	logger.Info("serving", "addr", ln.Addr().String(), "dev_mode", cfg.devMode,

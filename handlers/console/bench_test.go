@@ -77,6 +77,31 @@ func BenchmarkQueuePage(b *testing.B) {
 	b.Run("pending=10000/after=9000", func(b *testing.B) { render(b, p, "/?cursor="+cursor) })
 }
 
+// BenchmarkApprovalDetail renders the detail page with its context
+// queries beside queues of 100, 1,000 and 10,000 pending approvals. The
+// queue's approvals are all the same call in one run, so the page of a
+// fresh run's identical request counts n identical requests pending
+// (identical=n), and the page of one of the queue's own approvals reads a
+// run of n steps (steps=n): both stay flat on their indexes.
+func BenchmarkApprovalDetail(b *testing.B) {
+	ctx := context.Background()
+	bc := newBenchConsole(b)
+	for _, n := range queueSizes {
+		p, _ := bc.dir.ByID(fmt.Sprintf("q%d", n))
+		fillQueue(b, bc.svc, p, n)
+		fresh := parkOne(b, bc.svc, p)
+		page, err := bc.svc.ListApprovals(ctx, p, service.ApprovalFilter{Limit: 1})
+		if err != nil || len(page.Items) == 0 {
+			b.Fatalf("queue: %v", err)
+		}
+		for name, id := range map[string]string{"identical": fresh, "steps": page.Items[0].ID} {
+			b.Run(fmt.Sprintf("%s=%d", name, n), func(b *testing.B) {
+				bc.serveParam(b, p, "/approvals/"+id, "id", id, (*Console).ApprovalShow)
+			})
+		}
+	}
+}
+
 // cursorAfter pages through p's queue and returns the cursor after its
 // first n approvals.
 func cursorAfter(b *testing.B, svc *service.Service, p engine.Principal, n int) string {
@@ -109,7 +134,7 @@ func fillQueue(b *testing.B, svc *service.Service, p engine.Principal, n int) {
 	if _, err := pool.Exec(ctx, cloneApproval, approvalID, n-have-1); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `ANALYZE approvals`); err != nil {
+	if _, err := pool.Exec(ctx, `ANALYZE approvals, actions`); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -171,10 +196,19 @@ func newBenchConsole(b *testing.B) benchConsole {
 
 // serve runs handler on GET target as p's signed-in session, once an op.
 func (bc benchConsole) serve(b *testing.B, p engine.Principal, target string, handler func(*Console, echo.Context) error) {
+	bc.serveParam(b, p, target, "", "", handler)
+}
+
+// serveParam is serve for a route with a path parameter (name = value).
+func (bc benchConsole) serveParam(b *testing.B, p engine.Principal, target, name, value string, handler func(*Console, echo.Context) error) {
 	b.ReportAllocs()
 	for b.Loop() {
 		rec := httptest.NewRecorder()
 		c := bc.e.NewContext(httptest.NewRequest(http.MethodGet, target, nil), rec)
+		if name != "" {
+			c.SetParamNames(name)
+			c.SetParamValues(value)
+		}
 		httpx.SetPrincipal(c, p)
 		c.Set(ctxConsoleSession, consoleSession{Principal: p, CSRF: "bench"})
 		if err := handler(bc.cn, c); err != nil || rec.Code != http.StatusOK {

@@ -55,7 +55,7 @@ func policyView(set *rules.Set, now time.Time) templates.PolicyPage {
 		})
 	}
 	for _, h := range rs.Hardline() {
-		m.Hardline = append(m.Hardline, h.ID)
+		m.HardlineRules = append(m.HardlineRules, templates.HardlineRow{ID: h.ID, Description: hardlineDescription(h)})
 	}
 	cat := set.Catalog()
 	for _, t := range cat.Tools() {

@@ -52,6 +52,9 @@ type Console struct {
 	cookieName string
 	store      Sessions
 	origin     *http.CrossOriginProtection
+	// vapidPublic is the Web Push key browsers subscribe with; "" turns
+	// subscribing off.
+	vapidPublic string
 }
 
 // Config wires the console; handlers.New fills it from its own Config
@@ -70,6 +73,9 @@ type Config struct {
 	SessionKeys [][]byte
 	Now         func() time.Time
 	Logger      *slog.Logger
+	// VAPIDPublicKey is the Web Push public key (base64url) the console
+	// hands browsers to subscribe with; "" disables subscribing.
+	VAPIDPublicKey string
 }
 
 // New builds the console's handlers.
@@ -99,16 +105,17 @@ func New(cfg Config) *Console {
 		name = cookieNameTLS
 	}
 	return &Console{
-		svc:        cfg.Service,
-		dir:        cfg.Directory,
-		policy:     cfg.Policy,
-		dev:        cfg.DevMode,
-		now:        cfg.Now,
-		log:        cfg.Logger,
-		cookies:    cs,
-		cookieName: name,
-		store:      cfg.Sessions,
-		origin:     http.NewCrossOriginProtection(),
+		svc:         cfg.Service,
+		dir:         cfg.Directory,
+		policy:      cfg.Policy,
+		dev:         cfg.DevMode,
+		now:         cfg.Now,
+		log:         cfg.Logger,
+		cookies:     cs,
+		cookieName:  name,
+		store:       cfg.Sessions,
+		origin:      http.NewCrossOriginProtection(),
+		vapidPublic: cfg.VAPIDPublicKey,
 	}
 }
 
@@ -308,7 +315,7 @@ func RequireFormToken(next echo.HandlerFunc) echo.HandlerFunc {
 // securityHeaders go on every console response: no inline script or style,
 // no framing, no referrer (URLs carry approval ids).
 func securityHeaders(h http.Header) {
-	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; worker-src 'self'; manifest-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")

@@ -46,13 +46,14 @@ func cardView(a api.Approval, viewer engine.Principal, now time.Time, result ser
 		CreatedAt:    a.CreatedAt.UTC().Format(time.RFC3339),
 		ExpiresAt:    a.ExpiresAt.UTC().Format(time.RFC3339),
 		PolicyReason: a.PolicyReason,
-		Arguments:    argsView(a.Arguments),
+		Arguments:    argsView(a.Arguments, a.ArgumentTrust),
 		Digests:      digestsView(a.ArgumentDigests),
 		ResolvedBy:   a.ResolvedBy,
 		Reason:       a.ResolutionReason,
 	}
+	c.CardContent = cardContent(a, c.Arguments)
 	if a.ResolvedAt != nil {
-		c.ResolvedAt = a.ResolvedAt.UTC().Format("2006-01-02 15:04 UTC")
+		c.ResolvedAt = dateTime(*a.ResolvedAt)
 	}
 	triageCard(&c, a, viewer, now)
 	if a.Status == engine.ApprovalPending {
@@ -69,7 +70,25 @@ func cardView(a api.Approval, viewer engine.Principal, now time.Time, result ser
 func detailCardView(a api.Approval, args map[string]any, digests map[string]string, viewer engine.Principal, now time.Time) templates.Card {
 	c := cardView(a, viewer, now, "")
 	c.Whole = true
-	c.Arguments, c.Digests = argsView(args), digestsView(digests)
+	c.Arguments, c.Digests = argsView(args, a.ArgumentTrust), digestsView(digests)
+	c.CardContent = cardContent(a, c.Arguments)
+	return c
+}
+
+// cardContent is why the approval was asked for, in words, and where the
+// request came from. Every approval was a require_approval decision.
+func cardContent(a api.Approval, args []templates.Arg) templates.CardContent {
+	c := templates.CardContent{
+		ReasonSentence: reasonText(a.PolicyReason, engine.DecisionRequireApproval),
+		Explanation:    a.PolicyExplanation,
+		Banner:         originBanner(a.OriginTrust),
+		OriginTrust:    string(a.OriginTrust),
+	}
+	for _, arg := range args {
+		if arg.Untrusted {
+			c.UntrustedArgs++
+		}
+	}
 	return c
 }
 
@@ -123,6 +142,9 @@ func outcome(a api.Approval, viewer engine.Principal, result service.ResolveResu
 // clock is a resolution time as a human reads it in a card.
 func clock(t time.Time) string { return t.UTC().Format("15:04 UTC") }
 
+// dateTime is a moment further back than today, to the minute.
+func dateTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
+
 func upperFirst(s string) string {
 	if s == "" {
 		return s
@@ -149,8 +171,9 @@ func expiresIn(at, now time.Time) string {
 // argsView renders the redacted arguments in name order. Strings are shown
 // as they are (the template makes invisible characters visible and escapes
 // them), a truncated one without the view's marker but with the count of
-// hidden characters; other values as indented JSON.
-func argsView(args map[string]any) []templates.Arg {
+// hidden characters; other values as indented JSON. Each carries its trust
+// label and a human reading of its value (display).
+func argsView(args map[string]any, trust map[string]engine.TrustLevel) []templates.Arg {
 	names := make([]string, 0, len(args))
 	for k := range args {
 		names = append(names, k)
@@ -169,6 +192,7 @@ func argsView(args map[string]any) []templates.Arg {
 			a.Long = true
 			a.Short = preview(a.Value)
 		}
+		a.ArgDisplay = display(name, args[name], a, args, trust[name])
 		out = append(out, a)
 	}
 	return out

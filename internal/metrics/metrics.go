@@ -30,6 +30,9 @@ type Metrics struct {
 	breakerTrips      prometheus.Counter
 	revalidationVoids *prometheus.CounterVec
 	httpDuration      *prometheus.HistogramVec
+	deliveries        *prometheus.CounterVec
+	deliveryLatency   *prometheus.HistogramVec
+	outboxBacklog     prometheus.Gauge
 }
 
 var _ service.Metrics = (*Metrics)(nil)
@@ -71,12 +74,26 @@ func New() *Metrics {
 			Help:    "HTTP request duration by method, route template and status.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"method", "route", "status"}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_notification_deliveries_total",
+			Help: "Notification delivery attempts, by channel and outcome (delivered, skipped, retry, failed).",
+		}, []string{"channel", "outcome"}),
+		deliveryLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gatehouse_notification_delivery_seconds",
+			Help:    "Duration of one notification delivery attempt, by channel.",
+			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"channel"}),
+		outboxBacklog: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gatehouse_notification_outbox_backlog",
+			Help: "Notification deliveries waiting to be sent (as of this replica's last notifier pass).",
+		}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.approvalRequests, m.approvalLatency, m.approvalExpiries, m.denials,
 		m.breakerTrips, m.revalidationVoids, m.httpDuration,
+		m.deliveries, m.deliveryLatency, m.outboxBacklog,
 	)
 	return m
 }
@@ -106,6 +123,13 @@ func (m *Metrics) Denied(reasonCode string) { m.denials.WithLabelValues(reasonCo
 func (m *Metrics) CircuitBreakerTripped() { m.breakerTrips.Inc() }
 
 func (m *Metrics) RevalidationVoided(cause string) { m.revalidationVoids.WithLabelValues(cause).Inc() }
+
+func (m *Metrics) NotificationDelivered(channel, outcome string, latency time.Duration) {
+	m.deliveries.WithLabelValues(channel, outcome).Inc()
+	m.deliveryLatency.WithLabelValues(channel).Observe(latency.Seconds())
+}
+
+func (m *Metrics) NotificationBacklog(pending int) { m.outboxBacklog.Set(float64(pending)) }
 
 // ObserveHTTP records one request's duration under its route template.
 func (m *Metrics) ObserveHTTP(method, route string, status int, d time.Duration) {

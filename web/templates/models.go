@@ -15,7 +15,7 @@ type Page struct {
 	Pending string // pending count ("3", "50+"); "" where not counted
 	User    string // display name; "" when signed out
 	CSRF    string // form token for POST forms
-	Nav     string // active navigation item: queue, history, overview, policy
+	Nav     string // active navigation item: queue, history, overview, policy, notifications
 	Flash   Flash
 	// Partial renders only the page's content, for an HTMX request that
 	// swaps part of a page already shown.
@@ -51,6 +51,90 @@ type Arg struct {
 	// Hidden counts the characters cut from Value for length: the card
 	// says so and links to the detail page, which shows them.
 	Hidden int
+	ArgDisplay
+}
+
+// ArgFormat is how an argument's value is shown to a human.
+type ArgFormat string
+
+// Argument formats (issue 10, part A).
+const (
+	FormatPlain      ArgFormat = ""
+	FormatMoney      ArgFormat = "money"      // Money above the raw minor units
+	FormatURL        ArgFormat = "url"        // the URL's parts, its host emphasized
+	FormatRecipients ArgFormat = "recipients" // one address a line, its domain emphasized
+	FormatID         ArgFormat = "id"         // demoted: an identifier to compare, not to read
+)
+
+// ArgDisplay is the card-content part of an argument: its format, the
+// trust label of its value, and what the formatter made of it.
+type ArgDisplay struct {
+	Format     ArgFormat
+	Money      string // "€12.50"; the raw value stays in Value
+	URL        URLParts
+	Recipients []Recipient
+	// Flag says why a value that should be a URL or an address list is
+	// shown raw: it did not parse as one.
+	Flag string
+	// Trust is the argument's trust label when it is not the user's or
+	// the platform's; Untrusted marks content that cannot authorize
+	// (memory, knowledge, external).
+	Trust     string
+	Untrusted bool
+}
+
+// FormatName names the format for the element's class.
+func (d ArgDisplay) FormatName() string {
+	if d.Format == FormatPlain {
+		return "plain"
+	}
+	return string(d.Format)
+}
+
+// TrustText says where a labelled value came from.
+func (d ArgDisplay) TrustText() string {
+	switch d.Trust {
+	case "external_untrusted":
+		return "from external content"
+	case "memory":
+		return "from memory"
+	case "knowledge":
+		return "from retrieved knowledge"
+	case "internal_tool":
+		return "from a tool's output"
+	}
+	return "from " + d.Trust
+}
+
+// URLParts is a URL split for display: the host is what a reviewer checks.
+type URLParts struct {
+	Scheme   string // "https://"
+	UserInfo string // "user@", which a browser does not treat as the host
+	Host     string // host and port
+	Rest     string // path, query and fragment
+}
+
+// Recipient is one address of an address list.
+type Recipient struct {
+	Name   string
+	Local  string
+	Domain string
+}
+
+// Before is the address up to its domain: `Ann <ann@` or `ann@`.
+func (r Recipient) Before() string {
+	if r.Name != "" {
+		return r.Name + " <" + r.Local + "@"
+	}
+	return r.Local + "@"
+}
+
+// After closes a named address.
+func (r Recipient) After() string {
+	if r.Name != "" {
+		return ">"
+	}
+	return ""
 }
 
 // HiddenText says how much of the value is not shown.
@@ -65,6 +149,15 @@ func (a Arg) HiddenText() string {
 type Digest struct {
 	Name   string
 	SHA256 string
+}
+
+// Short is the digest's first characters: enough to compare at a
+// glance; the whole digest is one click away and in the title.
+func (d Digest) Short() string {
+	if len(d.SHA256) > 12 {
+		return d.SHA256[:12] + "…"
+	}
+	return d.SHA256
 }
 
 // Card is one approval in the queue, the history or the detail page.
@@ -113,6 +206,38 @@ type Card struct {
 	// Selectable offers the card to the queue's batch form: pending,
 	// resolvable by the viewer, and not critical.
 	Selectable bool
+	CardContent
+}
+
+// CardContent is what a reviewer decides from beyond the action itself
+// (issue 10, part A): why in words, and where the request came from.
+type CardContent struct {
+	// ReasonSentence is the reason code in words; Explanation is the
+	// engine's own sentence, naming the rule (PolicyReason stays the code,
+	// demoted, for operators).
+	ReasonSentence string
+	Explanation    string
+	// Banner says the action was shaped by content that cannot authorize
+	// it; UntrustedArgs counts the arguments marked so.
+	Banner        string
+	OriginTrust   string
+	UntrustedArgs int
+	// Identical is a one-line hint that the same call is pending from
+	// other runs; "" when it is not (or not looked up: the queue).
+	Identical string
+}
+
+// UntrustedNote is the line under a card's banner, or instead of it when
+// the origin may authorize but some arguments came from content that
+// cannot.
+func (c CardContent) UntrustedNote() string {
+	switch c.UntrustedArgs {
+	case 0:
+		return ""
+	case 1:
+		return "1 argument came from content that cannot authorize anything: it is marked below."
+	}
+	return strconv.Itoa(c.UntrustedArgs) + " arguments came from content that cannot authorize anything: they are marked below."
 }
 
 // Critical reports whether approving the card needs the second,
@@ -215,7 +340,54 @@ type DetailPage struct {
 	PolicyVersion string
 	ShowTimeline  bool
 	Timeline      []Event
+
+	Context DetailContext
 }
+
+// DetailContext is what the detail page shows around an approval, not on
+// its card (issue 10, part A): who asks, the run so far, the same call
+// elsewhere.
+type DetailContext struct {
+	AgentID      string
+	AgentVersion string
+	Principal    string // on whose behalf the run acts
+	Step         int
+	// RunShown: the viewer holds run.read and sees the run's steps.
+	RunShown  bool
+	Steps     []StepRow // the run's steps before this one, oldest first
+	MoreSteps bool      // earlier steps were left out (the run page has them)
+	Denials   []StepRow // denials of the same call in this run before this one
+	// Identical are the same call's pending approvals from other runs;
+	// IdenticalText says it in a sentence.
+	Identical     []IdenticalRow
+	IdenticalText string
+}
+
+// StepRow is one earlier step of the run.
+type StepRow struct {
+	Step        int
+	Tool        string
+	Summary     string
+	Outcome     string // "allowed", "denied", "waiting for approval", ...
+	OutcomeKind string // ok, bad, warn
+	Reason      string // the reason in words
+	ReasonCode  string
+	At          string
+	ApprovalID  string
+}
+
+// ApprovalURL is the page of the step's approval, if any.
+func (r StepRow) ApprovalURL() string { return "/approvals/" + r.ApprovalID }
+
+// IdenticalRow is one identical request pending from another run.
+type IdenticalRow struct {
+	ID    string
+	RunID string
+	When  string // "2 minutes before this one"
+}
+
+// URL is the identical request's own page.
+func (r IdenticalRow) URL() string { return "/approvals/" + r.ID }
 
 // HistoryFilter is the history form's current values.
 type HistoryFilter struct {
@@ -312,8 +484,15 @@ type PolicyPage struct {
 	Profile       string
 	Profiles      []string
 	Matrix        []MatrixRow
-	Hardline      []string
 	Tools         []ToolRow
+	// HardlineRules are the hardline ids with what each blocks.
+	HardlineRules []HardlineRow
+}
+
+// HardlineRow is one hardline rule in words.
+type HardlineRow struct {
+	ID          string
+	Description string
 }
 
 // Bar is one bar of a small chart, or one tile of the overview.
@@ -437,4 +616,24 @@ func (b BatchItem) DetailURL() string { return "/approvals/" + b.ID }
 type BatchPage struct {
 	Page
 	Items []BatchItem
+}
+
+// PushSettingsPage is "Notifications on this device": Web Push for the
+// signed-in human.
+type PushSettingsPage struct {
+	Page
+	// CanSubscribe: the human may resolve approvals, so a notification
+	// leads somewhere they can act.
+	CanSubscribe bool
+	// VAPIDKey is the server's public key the browser subscribes with;
+	// "" when the server has no Web Push configured.
+	VAPIDKey string
+	Devices  []PushDevice
+}
+
+// PushDevice is one browser the human enabled notifications in.
+type PushDevice struct {
+	Label string // the browser's User-Agent, shortened; untrusted
+	Since string
+	Last  string // last accepted push, "" if none yet
 }

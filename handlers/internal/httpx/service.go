@@ -26,6 +26,7 @@ type Service interface {
 	ListInvocations(ctx context.Context, p engine.Principal, runID string) ([]api.Invocation, error)
 	GetApproval(ctx context.Context, p engine.Principal, id string) (api.Approval, error)
 	GetApprovalArguments(ctx context.Context, p engine.Principal, id string) (map[string]any, map[string]string, error)
+	GetApprovalContext(ctx context.Context, p engine.Principal, id string) (service.ApprovalContext, error)
 	ListApprovals(ctx context.Context, p engine.Principal, f service.ApprovalFilter) (api.ApprovalPage, error)
 	QueueChangesSince(ctx context.Context, p engine.Principal, cursor string, limit, pageSize int) (service.QueueChanges, error)
 	ResolveApproval(ctx context.Context, p engine.Principal, id string, resolution engine.ApprovalResolutionType, reason string) (service.ResolveOutcome, error)
@@ -34,6 +35,12 @@ type Service interface {
 	ListEvents(ctx context.Context, p engine.Principal, f service.EventFilter) ([]api.Event, error)
 	EventWatermark(ctx context.Context, p engine.Principal) (string, error)
 	Overview(ctx context.Context, p engine.Principal) (service.Overview, error)
+	RecentNotifications(ctx context.Context, p engine.Principal, limit int) ([]service.NotificationDelivery, error)
+	SendTestNotification(ctx context.Context, p engine.Principal, channel string) error
+	NotificationChannels() map[string]string
+	SubscribePush(ctx context.Context, tenantID, principalID string, sub service.PushSubscriptionInput) error
+	UnsubscribePush(ctx context.Context, tenantID, principalID, endpoint string) error
+	PushSubscriptions(ctx context.Context, tenantID string) ([]service.PushSubscriptionRow, error)
 	Ping(ctx context.Context) error
 }
 
