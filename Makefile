@@ -33,7 +33,8 @@ tools: $(GOLANGCI) $(TEMPL) ## install the pinned linter and templ into .bin/
 .PHONY: run
 run: ## console with demo traffic on http://127.0.0.1:8080 (project-local PostgreSQL unless DATABASE_URL is set)
 	go build -o $(BIN)/console ./cmd/console
-	DATABASE_URL="$$(scripts/pg.sh run)" AUTH_MODE=dev exec $(BIN)/console serve --demo
+	@test -n "$$DATABASE_URL" || export GATEHOUSE_DATA="$(CURDIR)/.data/pg-run (project-local PostgreSQL; delete it to start afresh)"; \
+		DATABASE_URL="$$(scripts/pg.sh run)" AUTH_MODE=dev exec $(BIN)/console serve --demo
 
 .PHONY: generate
 generate: $(TEMPL) ## regenerate templ output (commit the result)

@@ -195,6 +195,11 @@ type Approval struct {
 	ResolutionReason         string                        `json:"resolution_reason,omitempty"`
 	ExpiresAt                time.Time                     `json:"expires_at"`
 	CreatedAt                time.Time                     `json:"created_at"`
+	// AgentID is the agent of the approval's run, for triage.
+	AgentID string `json:"agent_id"`
+	// ArgumentsHash is the SHA-256 of the action's normalized arguments:
+	// a reviewer's resolution can be bound to the arguments they saw.
+	ArgumentsHash string `json:"arguments_hash"`
 
 	// OriginTrust and ArgumentTrust are the trust labels the proposal
 	// came with: where the request, and each argument's value, came from.

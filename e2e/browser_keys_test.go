@@ -162,6 +162,10 @@ func TestBrowserKeyboardShortcuts(t *testing.T) {
 		}
 	}
 
+	// The first card is critical: approving it needs its confirmation box
+	// ticked by hand, besides the dialog.
+	do(t, ctx, "tick the critical confirmation", chromedp.Click(css("#card-"+target+` [data-testid="confirm-critical"]`)))
+
 	// Accepting resolves the selected card: a approves, d denies. Then the
 	// selection moves on to the next pending card, so a run of a/d works
 	// down the queue.

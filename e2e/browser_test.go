@@ -23,7 +23,7 @@ import (
 )
 
 // updateDocs also writes the queue screenshots into docs/ for the README.
-var updateDocs = flag.Bool("update-docs", false, "write docs/queue.png and docs/queue-phone.png")
+var updateDocs = flag.Bool("update-docs", false, "write docs/queue.png, docs/queue-phone.png, docs/queue-dark.png and docs/queue-list.png")
 
 // chromiumPath is CHROMIUM or Debian's /usr/bin/chromium. The browser tests
 // never skip: a missing browser fails them with what to install.
@@ -168,6 +168,14 @@ func resolveCard(t testing.TB, ctx context.Context, approvalID, button, reason s
 	t.Helper()
 	card := "#card-" + approvalID
 	steps := []chromedp.Action[chromedp.Void]{}
+	switch button {
+	case "deny":
+		// Deny opens the panel of reasons first.
+		steps = append(steps, chromedp.Click(css(card+` [data-testid="deny-open"]`)))
+	case "approve":
+		// A critical card needs its confirmation box ticked.
+		steps = append(steps, chromedp.Evaluate[chromedp.Void](`(() => { const b = document.querySelector(`+strconv.Quote(card+` [data-testid="confirm-critical"]`)+`); if (b && !b.checked) b.click(); })()`))
+	}
 	if reason != "" {
 		steps = append(steps, chromedp.SendKeys(css(card+` input[name="reason"]`), reason))
 	}

@@ -87,6 +87,8 @@ var testPrincipals = []principalSpec{
 	{"bob", "acme", concat(approverScopes, []string{"run.read"})},
 	{"carol", "globex", concat(runScopes, approverScopes, toolScopes)},
 	{"nobody", "acme", nil},
+	// viewer reads the queue and nothing else: no resolve, no run.read.
+	{"viewer", "acme", []string{"approval.read"}},
 }
 
 func concat(lists ...[]string) []string {
@@ -223,6 +225,9 @@ func (srv *server) spawn(t testing.TB, opts serverOptions) *proc {
 		"CONSOLE_POLICY_DIR="+opts.PolicyDir,
 		"CONSOLE_POLICY_PROFILE="+opts.PolicyProfile,
 		"AUTH_MODE=",
+		// The log tests parse JSON lines; the default would be text on a
+		// terminal or in dev mode.
+		"LOG_FORMAT=json",
 		// Tests drive the API far harder than an agent; the rate limit has
 		// its own test.
 		"CONSOLE_RATE_LIMIT=100000",

@@ -49,6 +49,7 @@ var bundlePrincipals = []struct {
 }{
 	{"full", []string{"approval.read", "approval.resolve", "run.read", "run.write", "demo.write"}},
 	{"reader", []string{"approval.read"}},
+	{"canceller", []string{"approval.read", "run.read", "run.cancel"}},
 }
 
 // bundle is the console and API of one test over the package's real
@@ -236,6 +237,13 @@ func (b *bundle) login(hc *http.Client, name, password string, header ...string)
 // approval.
 func (b *bundle) park() api.Approval {
 	b.t.Helper()
+	return b.parkAction("demo.external_write", "set the status of record 42", map[string]any{"record": "42", "field": "status", "value": "shipped"})
+}
+
+// parkAction parks one action of tool name through the service and
+// returns its approval.
+func (b *bundle) parkAction(name, summary string, args map[string]any) api.Approval {
+	b.t.Helper()
 	ctx := context.Background()
 	p, _ := b.s.cfg.Directory.ByID(b.id("full"))
 	run, err := b.svc.SubmitRun(ctx, p, api.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "test", AgentVersion: "1"})
@@ -247,8 +255,8 @@ func (b *bundle) park() api.Approval {
 		b.t.Fatalf("claim: %v %v", ok, err)
 	}
 	res, err := b.svc.Propose(ctx, p, run.ID, api.Lease{WorkerID: "w", FencingToken: run.FencingToken}, engine.ActionRequest{
-		ActionID: uuid.NewString(), Kind: engine.ActionToolCall, Name: "demo.external_write", Summary: "set the status of record 42",
-		StepNumber: 1, Arguments: map[string]any{"record": "42", "field": "status", "value": "shipped"}, OriginTrust: engine.TrustUser,
+		ActionID: uuid.NewString(), Kind: engine.ActionToolCall, Name: name, Summary: summary,
+		StepNumber: 1, Arguments: args, OriginTrust: engine.TrustUser,
 	})
 	if err != nil || res.ApprovalID == "" {
 		b.t.Fatalf("park: %+v %v", res, err)

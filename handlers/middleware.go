@@ -41,7 +41,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if p, ok := httpx.PrincipalOf(c); ok {
 			attrs = append(attrs, slog.String("principal", p.ID), slog.String("tenant", p.TenantID))
 		}
-		level := slog.LevelInfo
+		level := s.cfg.RequestLogLevel
 		if status >= 500 {
 			level = slog.LevelError
 		}

@@ -41,6 +41,10 @@ type Config struct {
 	AllowedHosts []string
 	// DevMode is AUTH_MODE=dev: the console logs the dev principal in.
 	DevMode bool
+	// RequestLogLevel is the level of the one line per request (a 5xx is
+	// always an error): info by default; dev mode logs them at debug, so a
+	// newcomer's terminal is not flooded by the demo agent's long-polls.
+	RequestLogLevel slog.Level
 	// SessionKeys sign and verify console cookies: the first signs, all
 	// verify (rotation).
 	SessionKeys [][]byte

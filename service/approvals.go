@@ -27,7 +27,8 @@ const approvalColumns = `id::text, tenant_id, principal_id, run_id::text, sessio
        COALESCE(revalidated_policy_version, ''), status, COALESCE(resolution, ''),
        COALESCE(resolved_by, ''), resolved_at, resolution_reason, expires_at, created_at,
        normalized_arguments_hash, requested_scopes, agent_version, risk_rank,
-       origin_trust, argument_trust, policy_explanation`
+       origin_trust, argument_trust, policy_explanation,
+       (SELECT r.agent_id FROM runs r WHERE r.id = approvals.run_id)`
 
 const approvalInsert = `
 INSERT INTO approvals (id, tenant_id, principal_id, session_id, run_id, action_kind, action_id,
@@ -42,13 +43,15 @@ RETURNING ` + approvalColumns
 const approvalGet = `SELECT ` + approvalColumns + ` FROM approvals WHERE id = $1 AND tenant_id = $2`
 
 // approvalResolveIfPending is the seed's guarded update: zero rows means
-// someone (a resolver, the reaper, a cancellation) got there first, or the
+// someone (a resolver, the reaper, a cancellation) got there first, the
 // approval is due ($5, now, at or past expires_at) and only the reaper's
-// expiry may end it.
+// expiry may end it, or its arguments are not the ones the resolver saw
+// ($8, a hash; empty when the caller binds none).
 const approvalResolveIfPending = `
 UPDATE approvals
    SET status = $3, resolution = $4, resolved_at = $5, resolved_by = $6, resolution_reason = $7
  WHERE id = $1 AND tenant_id = $2 AND status = 'pending' AND expires_at > $5
+   AND ($8::text = '' OR normalized_arguments_hash = $8)
 RETURNING ` + approvalColumns
 
 // approvalClaimDue locks due pending approvals together with their runs,
@@ -91,8 +94,18 @@ SELECT ` + approvalColumns + ` FROM approvals
    AND ($5::timestamptz IS NULL OR created_at >= $5)
    AND ($6::timestamptz IS NULL OR created_at < $6)
    AND (-risk_rank, created_at, id) > ($7::int, $8::timestamptz, $9::uuid)
+   AND ($11::text = '' OR tool_name = $11)
  ORDER BY -risk_rank, created_at, id
  LIMIT $10`
+
+// approvalListExpiringSoon is the queue's "expiring soon" group: pending
+// approvals due before $2, soonest first. The pending expiry index bounds
+// the scan to approvals about to expire.
+const approvalListExpiringSoon = `
+SELECT ` + approvalColumns + ` FROM approvals
+ WHERE tenant_id = $1 AND status = 'pending' AND expires_at <= $2
+ ORDER BY expires_at, id
+ LIMIT $3`
 
 // approvalListHistory lists final approvals, newest resolution first;
 // an empty $2 is any final status.
@@ -107,6 +120,9 @@ SELECT ` + approvalColumns + ` FROM approvals
    AND ($7::timestamptz IS NULL OR resolved_at >= $7)
    AND ($8::timestamptz IS NULL OR resolved_at < $8)
    AND (resolved_at, id) < ($9::timestamptz, $10::uuid)
+   AND ($12::text = '' OR tool_name = $12)
+   AND ($13::text = '' OR EXISTS (SELECT 1 FROM runs r WHERE r.id = approvals.run_id AND r.agent_id = $13))
+   AND ($14::text = '' OR strpos(lower(action_summary || ' ' || tool_name), lower($14)) > 0)
  ORDER BY resolved_at DESC, id DESC
  LIMIT $11`
 
@@ -178,7 +194,8 @@ func scanApproval(row pgx.Row) (approvalRow, error) {
 		&a.RevalidatedPolicyVersion, &a.Status, &a.Resolution,
 		&a.ResolvedBy, &a.ResolvedAt, &a.ResolutionReason, &a.ExpiresAt, &a.CreatedAt,
 		&a.NormalizedArgumentsHash, &a.RequestedScopes, &a.AgentVersion, &a.RiskRank,
-		&a.OriginTrust, &a.ArgumentTrust, &a.PolicyExplanation)
+		&a.OriginTrust, &a.ArgumentTrust, &a.PolicyExplanation, &a.AgentID)
+	a.ArgumentsHash = a.NormalizedArgumentsHash
 	return a, err
 }
 
@@ -244,8 +261,8 @@ type approvalResolution struct {
 // re-read a refused update answers from after it, in the same round trip;
 // the outcome is in out once the batch is read. No such approval in the
 // tenant is ErrNotFound.
-func queueApprovalsResolve(b *pgx.Batch, tenantID, id, resolver string, res engine.ApprovalResolutionType, reason string, now time.Time, out *approvalResolution) {
-	b.Queue(approvalResolveIfPending, id, tenantID, string(res.Status()), string(res), now, resolver, reason).QueryRow(func(row pgx.Row) error {
+func queueApprovalsResolve(b *pgx.Batch, tenantID, id, resolver string, res engine.ApprovalResolutionType, reason, seenHash string, now time.Time, out *approvalResolution) {
+	b.Queue(approvalResolveIfPending, id, tenantID, string(res.Status()), string(res), now, resolver, reason, seenHash).QueryRow(func(row pgx.Row) error {
 		a, err := scanApproval(row)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -267,6 +284,8 @@ func queueApprovalsResolve(b *pgx.Batch, tenantID, id, resolver string, res engi
 			return nil
 		}
 		switch {
+		case stored.Status == engine.ApprovalPending && seenHash != "" && stored.NormalizedArgumentsHash != seenHash:
+			*out = approvalResolution{result: ResolveStale, row: stored}
 		case stored.Status == engine.ApprovalPending:
 			*out = approvalResolution{result: resolveDue, row: stored}
 		case stored.Resolution == res:
@@ -331,7 +350,7 @@ func approvalsSetRevalidated(ctx context.Context, db DBTX, id, policyVersion str
 // in queue order after the position c.
 func approvalsListPending(ctx context.Context, db DBTX, tenantID string, f ApprovalFilter, c approvalCursor, limit int) ([]approvalRow, error) {
 	rows, err := db.Query(ctx, approvalListPending, tenantID, nullUUID(f.RunID), nullUUID(f.SessionID),
-		string(f.Risk), f.Since, f.Until, -int(c.Rank), c.At, c.ID, limit)
+		string(f.Risk), f.Since, f.Until, -int(c.Rank), c.At, c.ID, limit, f.Tool)
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +361,18 @@ func approvalsListPending(ctx context.Context, db DBTX, tenantID string, f Appro
 // (of status, "" for any), newest resolution first, after the position c.
 func approvalsListHistory(ctx context.Context, db DBTX, tenantID, status string, f ApprovalFilter, c approvalCursor, limit int) ([]approvalRow, error) {
 	rows, err := db.Query(ctx, approvalListHistory, tenantID, status, nullUUID(f.RunID),
-		nullUUID(f.SessionID), string(f.Risk), f.ResolvedBy, f.Since, f.Until, c.At, c.ID, limit)
+		nullUUID(f.SessionID), string(f.Risk), f.ResolvedBy, f.Since, f.Until, c.At, c.ID, limit,
+		f.Tool, f.AgentID, f.Text)
+	if err != nil {
+		return nil, err
+	}
+	return collectApprovals(rows)
+}
+
+// approvalsListExpiringSoon reads up to limit of the tenant's pending
+// approvals that expire at or before by, soonest first.
+func approvalsListExpiringSoon(ctx context.Context, db DBTX, tenantID string, by time.Time, limit int) ([]approvalRow, error) {
+	rows, err := db.Query(ctx, approvalListExpiringSoon, tenantID, by, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -581,4 +611,22 @@ func (s *Service) ListApprovals(ctx context.Context, p engine.Principal, f Appro
 		page.Items = append(page.Items, a.Approval)
 	}
 	return page, nil
+}
+
+// ExpiringSoon lists up to limit of the tenant's pending approvals that
+// expire within window of now, soonest first: the queue's "expiring soon"
+// group. It needs approval.read.
+func (s *Service) ExpiringSoon(ctx context.Context, p engine.Principal, window time.Duration, limit int) ([]api.Approval, error) {
+	if err := requireScope(p, scopeApprovalRead); err != nil {
+		return nil, fmt.Errorf("service: expiring approvals: %w", err)
+	}
+	rows, err := approvalsListExpiringSoon(ctx, s.pool, p.TenantID, s.now().Add(window), clampLimit(limit, approvalsDefaultLimit, approvalsMaxLimit))
+	if err != nil {
+		return nil, fmt.Errorf("service: expiring approvals: %w", err)
+	}
+	out := make([]api.Approval, len(rows))
+	for i, a := range rows {
+		out[i] = a.Approval
+	}
+	return out, nil
 }

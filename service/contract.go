@@ -40,6 +40,9 @@ const (
 	ResolveApplied  ResolveResult = "applied"  // this call changed the row
 	ResolveSame     ResolveResult = "same"     // already resolved the same way: 200
 	ResolveConflict ResolveResult = "conflict" // resolved differently (or expired/cancelled): 409
+	// ResolveStale: still pending, but its arguments are not the ones the
+	// resolver saw (ResolveApprovalSeen); nothing changed: 409.
+	ResolveStale ResolveResult = "stale"
 )
 
 // ResolveOutcome is the result of ResolveApproval: the stored approval and
@@ -63,6 +66,9 @@ type ApprovalFilter struct {
 	Risk       engine.RiskLevel
 	Since      *time.Time
 	Until      *time.Time
+	Tool       string // exact tool name
+	AgentID    string // the run's agent (final approvals only)
+	Text       string // case-insensitive substring of summary or tool name (final approvals only)
 	Limit      int    // default 50, max 200
 	Cursor     string // opaque, from api.ApprovalPage.NextCursor
 }
@@ -84,6 +90,7 @@ type Overview struct {
 	DenialsByHour   []int // last 24 hours, oldest first
 	ApprovalsByHour []int
 	ResolvedLastDay int
+	At              time.Time // the end of the last hourly bucket
 	// The advisory layer over the last 24 hours: actions it judged and
 	// those it would escalate (observing or enforcing: the escalation
 	// rate), and its escalations a human resolved and those approved (the

@@ -16,6 +16,7 @@ func (s *Service) Overview(ctx context.Context, p engine.Principal) (Overview, e
 		ExpiriesByHour:  make([]int, 24),
 		DenialsByHour:   make([]int, 24),
 		ApprovalsByHour: make([]int, 24),
+		At:              now,
 	}
 	for _, r := range engine.RiskLevels() {
 		o.PendingByRisk[r] = 0

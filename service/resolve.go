@@ -37,6 +37,22 @@ const MaxReasonLength = 2000
 //   - ErrInvalid: approve_for_task (no task grants in 0.1) or an unknown
 //     resolution.
 func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id string, resolution engine.ApprovalResolutionType, reason string) (ResolveOutcome, error) {
+	return s.resolveApproval(ctx, p, id, "", resolution, reason)
+}
+
+// ResolveApprovalSeen is ResolveApproval bound to what the resolver saw:
+// argumentsHash (api.Approval.ArgumentsHash) must still be the approval's,
+// else nothing changes and the outcome is ResolveStale with the stored
+// approval. The console's forms carry the hash, so a batch resolves only
+// the approvals its reviewer read.
+func (s *Service) ResolveApprovalSeen(ctx context.Context, p engine.Principal, id, argumentsHash string, resolution engine.ApprovalResolutionType, reason string) (ResolveOutcome, error) {
+	if argumentsHash == "" {
+		return ResolveOutcome{}, &InvalidError{Msg: "the arguments hash the resolver saw is missing"}
+	}
+	return s.resolveApproval(ctx, p, id, argumentsHash, resolution, reason)
+}
+
+func (s *Service) resolveApproval(ctx context.Context, p engine.Principal, id, seenHash string, resolution engine.ApprovalResolutionType, reason string) (ResolveOutcome, error) {
 	if err := requireScope(p, scopeApprovalResolve); err != nil {
 		return ResolveOutcome{}, fmt.Errorf("service: resolve approval: %w", err)
 	}
@@ -66,7 +82,7 @@ func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id st
 		var inv invocationRow
 		var found bool
 		b := &pgx.Batch{}
-		queueApprovalsResolve(b, p.TenantID, id, p.ID, resolution, reason, now, &resolved)
+		queueApprovalsResolve(b, p.TenantID, id, p.ID, resolution, reason, seenHash, now, &resolved)
 		queueInvocationsGetForApproval(b, id, &inv, &found)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err

@@ -26,6 +26,9 @@ type envConfig struct {
 	VAPIDPrivate   string // CONSOLE_VAPID_PRIVATE_KEY
 	ServerURL      string // GATEHOUSE_URL (demo); default http://127.0.0.1:8080
 	Token          string // GATEHOUSE_TOKEN (demo)
+	LogFormat      string // LOG_FORMAT: text or json; default text on a terminal or in dev mode
+	LogLevel       string // LOG_LEVEL: debug, info, warn, error; default info
+	DataDir        string // GATEHOUSE_DATA: where the data lives, for serve's banner (make run sets it)
 	Notify         string // CONSOLE_NOTIFY
 	Advisory       advisoryEnv
 }
@@ -59,6 +62,9 @@ func loadEnvConfig(getenv func(string) string) envConfig {
 		VAPIDPrivate:   getenv("CONSOLE_VAPID_PRIVATE_KEY"),
 		ServerURL:      or("GATEHOUSE_URL", "http://127.0.0.1:8080"),
 		Token:          getenv("GATEHOUSE_TOKEN"),
+		LogFormat:      getenv("LOG_FORMAT"),
+		LogLevel:       getenv("LOG_LEVEL"),
+		DataDir:        getenv("GATEHOUSE_DATA"),
 		Notify:         getenv("CONSOLE_NOTIFY"),
 		Advisory:       loadAdvisoryEnv(getenv),
 	}

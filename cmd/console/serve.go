@@ -141,7 +141,10 @@ func runServe(ctx context.Context, env envConfig, args []string, stderr io.Write
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	logger, err := newLogger(stderr, env.LogFormat, env.LogLevel, cfg.devMode)
+	if err != nil {
+		return err
+	}
 	in, err := loadServeInputs(cfg)
 	if err != nil {
 		return err
@@ -160,7 +163,11 @@ func runServe(ctx context.Context, env envConfig, args []string, stderr io.Write
 	if err != nil {
 		return err
 	}
-	return serveUntilDone(ctx, cfg, in, svc, srv.Handler(), logger)
+	return serveUntilDone(ctx, cfg, in, svc, srv.Handler(), logger, func() {
+		if cfg.devMode {
+			banner(stderr, cfg, env.DataDir)
+		}
+	})
 }
 
 // serveInputs is what serve reads before it touches the database.
@@ -253,9 +260,12 @@ func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgx
 		AllowedHosts: splitList(cfg.allowedHosts),
 		DevMode:      cfg.devMode,
 		SessionKeys:  in.keys,
-		Sessions:     sessions,
-		RateLimit:    handlers.RateLimit{PerSecond: cfg.ratePerSecond, Burst: cfg.rateBurst},
-		IPExtractor:  ipExtractor,
+		// A newcomer's terminal (make run) shows what happens, not every
+		// request; LOG_LEVEL=debug brings the request lines back.
+		RequestLogLevel: requestLogLevel(cfg.devMode),
+		Sessions:        sessions,
+		RateLimit:       handlers.RateLimit{PerSecond: cfg.ratePerSecond, Burst: cfg.rateBurst},
+		IPExtractor:     ipExtractor,
 		// The private half is the delivery worker's (notify's webpush
 		// channel); the console only hands browsers the public one.
 		VAPIDPublicKey: vapid.public,
@@ -269,7 +279,7 @@ func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgx
 // serveUntilDone listens, runs the event listener, the reaper and the demo
 // agent beside the HTTP server, and when ctx ends gives in-flight requests
 // the shutdown grace before it stops them all.
-func serveUntilDone(ctx context.Context, cfg serveConfig, in serveInputs, svc *service.Service, h http.Handler, logger *slog.Logger) error {
+func serveUntilDone(ctx context.Context, cfg serveConfig, in serveInputs, svc *service.Service, h http.Handler, logger *slog.Logger, listening func()) error {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
@@ -297,6 +307,7 @@ func serveUntilDone(ctx context.Context, cfg serveConfig, in serveInputs, svc *s
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	logger.Info("serving", "addr", ln.Addr().String(), "dev_mode", cfg.devMode,
 		"policy_profile", in.policy.DefaultProfile(), "reaper_interval", cfg.reaperInterval.String())
+	listening()
 	if cfg.demo {
 		wg.Go(func() {
 			if err := demoLoop(bg, cfg.baseURL, in.demoToken, logger); err != nil && bg.Err() == nil {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"gatehouse/engine"
 	"gatehouse/handlers/internal/httpx"
 	"gatehouse/service"
 	"gatehouse/web/templates"
@@ -15,36 +14,62 @@ import (
 type resolveForm struct {
 	Resolution string `form:"resolution"`
 	Reason     string `form:"reason"`
+	Preset     string `form:"preset"`
 	Next       string `form:"next"`
+	// ArgumentsHash binds the resolution to the arguments the card showed;
+	// a form without one (an older page) resolves unbound, as the API does.
+	ArgumentsHash string `form:"arguments_hash"`
+	// Confirm is "critical" when the critical confirmation box was ticked.
+	Confirm string `form:"confirm"`
 }
 
 // ApprovalResolve approves or denies through the same service method as
 // the API. Under HTMX it answers with the card, which swaps in place; a
-// conflict (someone else was first) is a 409 whose card says who and how.
-// Without JavaScript it redirects back with a flash.
+// conflict (someone else was first, or the arguments changed since the
+// card was rendered) is a 409 whose card says so. Without JavaScript it
+// redirects back with a flash.
 func (cn *Console) ApprovalResolve(c echo.Context) error {
 	var f resolveForm
 	if err := bindForm(c, &f); err != nil {
 		return err
 	}
-	res := engine.ApprovalResolutionType(f.Resolution)
-	if res != engine.ResolutionApproveOnce && res != engine.ResolutionDeny {
-		return httpx.Invalid("Choose approve or deny.")
+	res, err := parseResolution(f.Resolution)
+	if err != nil {
+		return err
 	}
-	if len(f.Reason) > service.MaxReasonLength {
+	reason, err := denyReason(res, f.Preset, f.Reason)
+	if err != nil {
+		return err
+	}
+	if len(reason) > service.MaxReasonLength {
 		return httpx.Invalid("The reason is too long (500 characters at most).")
 	}
 	p, _ := httpx.PrincipalOf(c)
 	ctx := c.Request().Context()
-	out, err := cn.svc.ResolveApproval(ctx, p, c.Param("id"), res, f.Reason)
+	a, err := cn.svc.GetApproval(ctx, p, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if err := needsConfirmation(a, res, f.Confirm); err != nil {
+		return err
+	}
+	var out service.ResolveOutcome
+	if f.ArgumentsHash != "" {
+		out, err = cn.svc.ResolveApprovalSeen(ctx, p, a.ID, f.ArgumentsHash, res, reason)
+	} else {
+		out, err = cn.svc.ResolveApproval(ctx, p, a.ID, res, reason)
+	}
 	if err != nil {
 		return err
 	}
 	status := http.StatusOK
-	if out.Result == service.ResolveConflict {
+	if out.Result == service.ResolveConflict || out.Result == service.ResolveStale {
 		status = http.StatusConflict
 	}
 	card := cardView(out.Approval, p, cn.now(), out.Result)
+	if out.Result == service.ResolveStale {
+		card.Outcome, card.OutcomeKind = staleOutcome, "warn"
+	}
 	if !isHTMX(c) {
 		kind := "ok"
 		if status == http.StatusConflict {
@@ -55,6 +80,6 @@ func (cn *Console) ApprovalResolve(c echo.Context) error {
 		}
 		return redirect(c, safeNext(f.Next))
 	}
-	card.CSRF = sessionOf(c).CSRF
+	card.CSRF, card.Back = sessionOf(c).CSRF, safeNext(f.Next)
 	return cn.render(c, status, templates.CardView(card))
 }

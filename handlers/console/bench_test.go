@@ -55,9 +55,10 @@ SELECT (jsonb_populate_record(ap, jsonb_build_object(
   FROM approvals ap, g
  WHERE ap.id = $1`
 
-// BenchmarkQueuePage renders the queue page handler (list, count, cards,
-// template) for queues of 100, 1,000 and 10,000 pending approvals. Keyset
-// pagination and the capped count keep the time per page flat.
+// BenchmarkQueuePage renders the queue page handler (list, count, the
+// expiring-soon group, cards or rows, template) for queues of 100, 1,000
+// and 10,000 pending approvals, in both views. Keyset pagination, the
+// capped count and the expiry index keep the time per page flat.
 func BenchmarkQueuePage(b *testing.B) {
 	bc := newBenchConsole(b)
 	svc, dir := bc.svc, bc.dir
@@ -65,7 +66,9 @@ func BenchmarkQueuePage(b *testing.B) {
 	for _, n := range queueSizes {
 		p, _ := dir.ByID(fmt.Sprintf("q%d", n))
 		fillQueue(b, svc, p, n)
-		b.Run(fmt.Sprintf("pending=%d", n), func(b *testing.B) { render(b, p, "/") })
+		for _, view := range []string{"cards", "list"} {
+			b.Run(fmt.Sprintf("pending=%d/view=%s", n, view), func(b *testing.B) { render(b, p, "/?view="+view) })
+		}
 	}
 	// A page 9,000 approvals deep costs what the first does: the cursor is
 	// an index condition, not a filter over the pages before it.

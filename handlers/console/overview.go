@@ -2,8 +2,10 @@ package console
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -35,9 +37,9 @@ func overviewView(page templates.Page, o service.Overview) templates.OverviewPag
 		LatencyP95:  durationText(o.LatencyP95),
 		ResolvedDay: o.ResolvedLastDay,
 		Charts: []templates.Chart{
-			hourChart("Approvals per hour", "", o.ApprovalsByHour),
-			hourChart("Denials per hour", "bad", o.DenialsByHour),
-			hourChart("Expiries per hour", "warn", o.ExpiriesByHour),
+			hourChart("Approvals per hour", "", engine.ApprovalApproved, o.ApprovalsByHour, o.At),
+			hourChart("Denials per hour", "bad", engine.ApprovalDenied, o.DenialsByHour, o.At),
+			hourChart("Expiries per hour", "warn", engine.ApprovalExpired, o.ExpiriesByHour, o.At),
 		},
 	}
 	m.AdvisoryEscalationRate, m.AdvisoryJudged = percent(o.AdvisoryEscalated, o.AdvisoryJudged), o.AdvisoryJudged
@@ -45,19 +47,31 @@ func overviewView(page templates.Page, o service.Overview) templates.OverviewPag
 	risks := engine.RiskLevels()
 	slices.Reverse(risks)
 	for _, r := range risks {
-		m.PendingByRisk = append(m.PendingByRisk, templates.Bar{Label: string(r), Value: o.PendingByRisk[r]})
+		m.PendingByRisk = append(m.PendingByRisk, templates.Bar{Label: string(r), Value: o.PendingByRisk[r], Href: "/?risk=" + string(r)})
 	}
 	return m
 }
 
-// hourChart labels 24 hourly counts, oldest first, by hours ago.
-func hourChart(title, kind string, counts []int) templates.Chart {
+// axisEvery is the spacing of a chart's hour labels, in bars.
+const axisEvery = 6
+
+// hourChart labels 24 hourly counts, oldest first, ending at end: each bar
+// by its hour (UTC) and the axis every six hours; the chart links to the
+// history of that status since the first hour's day.
+func hourChart(title, kind string, status engine.ApprovalStatus, counts []int, end time.Time) templates.Chart {
 	ch := templates.Chart{Title: title, Kind: kind}
+	start := end.UTC().Add(-time.Duration(len(counts)) * time.Hour)
 	for i, n := range counts {
-		ago := len(counts) - i
-		ch.Bars = append(ch.Bars, templates.Bar{Label: strconv.Itoa(ago) + " h ago", Value: n})
+		from := start.Add(time.Duration(i) * time.Hour)
+		label := from.Format("15:04") + "–" + from.Add(time.Hour).Format("15:04") + " UTC"
+		ch.Bars = append(ch.Bars, templates.Bar{Label: label, Value: n})
 		ch.Total += n
+		if i%axisEvery == 0 {
+			ch.Axis = append(ch.Axis, from.Format("15:04"))
+		}
 	}
+	ch.Axis = append(ch.Axis, "now")
+	ch.Href = "/history?" + url.Values{"status": {string(status)}, "since": {start.Format(dateLayout)}}.Encode()
 	return ch
 }
 

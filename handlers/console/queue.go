@@ -2,7 +2,9 @@ package console
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -19,36 +21,64 @@ func (cn *Console) Queue(c echo.Context) error {
 	p, _ := httpx.PrincipalOf(c)
 	ctx := c.Request().Context()
 	cursor := c.QueryParam("cursor")
+	risk := engine.RiskLevel(c.QueryParam("risk"))
+	if risk != "" && !risk.Valid() {
+		return httpx.Invalid("Unknown risk.")
+	}
+	view, err := cn.queueView(c)
+	if err != nil {
+		return err
+	}
 	page, err := cn.page(c, "queue", "")
 	if err != nil {
 		return err
 	}
-	m := templates.QueuePage{}
+	m := templates.QueuePage{View: view, Risk: string(risk), CanResolve: holds(p, engine.ScopeApprovalResolve)}
+	m.Poll.View = view
+	now := cn.now()
 	if !page.Partial {
 		// The watermark is read before the list: an approval requested in
 		// between arrives twice (console.js drops the copy), never zero times.
 		if m.Poll.After, err = cn.svc.EventWatermark(ctx, p); err != nil {
 			return err
 		}
+		soon, err := cn.svc.ExpiringSoon(ctx, p, expiringWindow, expiringLimit)
+		if err != nil {
+			return err
+		}
+		for _, a := range soon {
+			m.Expiring = append(m.Expiring, cardView(a, p, now, ""))
+		}
 	}
-	list, err := cn.svc.ListApprovals(ctx, p, service.ApprovalFilter{Limit: queuePageSize, Cursor: cursor})
+	list, err := cn.svc.ListApprovals(ctx, p, service.ApprovalFilter{Limit: queuePageSize, Cursor: cursor, Risk: risk})
 	if err != nil {
 		return err
 	}
-	if cursor == "" {
+	if cursor == "" && risk == "" {
 		page.Pending = pendingText(list)
 	}
 	m.Page = page
-	now := cn.now()
 	for _, a := range list.Items {
-		card := cardView(a, p, now, "")
-		card.CSRF, card.Back = page.CSRF, "/"
-		m.Cards = append(m.Cards, card)
+		m.Cards = append(m.Cards, queueCard(a, p, now, page.CSRF))
 	}
 	if list.NextCursor != "" {
-		m.MoreURL = "/?cursor=" + list.NextCursor
+		next := url.Values{"cursor": {list.NextCursor}}
+		if risk != "" {
+			next.Set("risk", string(risk))
+		}
+		m.MoreURL = "/?" + next.Encode()
 	}
 	return cn.render(c, http.StatusOK, templates.Queue(m))
+}
+
+// queueCard is a card of the queue: it returns to the queue after a
+// resolution without JavaScript, and is offered to the batch form unless
+// it is critical.
+func queueCard(a api.Approval, p engine.Principal, now time.Time, csrf string) templates.Card {
+	card := cardView(a, p, now, "")
+	card.CSRF, card.Back = csrf, "/"
+	card.Selectable = card.CanResolve && card.Pending() && !card.Critical()
+	return card
 }
 
 // pendingText is the pending count from the first page: exact up to a
@@ -76,18 +106,21 @@ func (cn *Console) QueueUpdates(c echo.Context) error {
 	if after == "" {
 		return httpx.Invalid("after must be a watermark")
 	}
+	view := templates.ViewCards
+	if c.QueryParam("view") == templates.ViewList {
+		view = templates.ViewList
+	}
 	p, _ := httpx.PrincipalOf(c)
 	ch, err := cn.svc.QueueChangesSince(c.Request().Context(), p, after, maxUpdateEvents, queuePageSize)
 	if err != nil {
 		return err
 	}
-	u := templates.QueueUpdate{Poll: templates.Poll{After: ch.Cursor}}
+	u := templates.QueueUpdate{Poll: templates.Poll{After: ch.Cursor, View: view}}
 	if len(ch.Approvals) > 0 {
 		now := cn.now()
 		csrf := sessionOf(c).CSRF
 		for _, a := range ch.Approvals {
-			card := cardView(a, p, now, "")
-			card.CSRF, card.Back = csrf, "/"
+			card := queueCard(a, p, now, csrf)
 			if a.Status == engine.ApprovalPending {
 				card.New = true
 				u.Cards = append(u.Cards, card)

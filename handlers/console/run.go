@@ -6,6 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gatehouse/api"
+	"gatehouse/engine"
 	"gatehouse/handlers/internal/httpx"
 	"gatehouse/service"
 	"gatehouse/web/templates"
@@ -43,6 +45,7 @@ func (cn *Console) RunShow(c echo.Context) error {
 		PolicyProfile: run.PolicyProfile,
 		CreatedAt:     run.CreatedAt.UTC().Format(time.DateTime),
 		Timeline:      timelineView(evs),
+		CanCancel:     hasScope(c, engine.ScopeRunCancel) && !runEnded(run.Status),
 	}
 	for _, inv := range invs {
 		m.Invocations = append(m.Invocations, templates.InvocationRow{
@@ -59,4 +62,24 @@ func (cn *Console) RunShow(c echo.Context) error {
 		})
 	}
 	return cn.render(c, http.StatusOK, templates.Run(m))
+}
+
+// runEnded reports whether a run is in a final status: nothing to cancel.
+func runEnded(status string) bool {
+	return status == api.RunCompleted || status == api.RunFailed || status == api.RunCancelled
+}
+
+// RunCancel cancels a run from its page, through the same service method
+// as POST /v1/runs/{id}/cancel (run.cancel): its pending approvals end
+// cancelled. A run that ended meanwhile is a 409.
+func (cn *Console) RunCancel(c echo.Context) error {
+	p, _ := httpx.PrincipalOf(c)
+	run, err := cn.svc.CancelRun(c.Request().Context(), p, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if err := cn.flash(c, "ok", "Run cancelled; its pending approvals were cancelled."); err != nil {
+		return err
+	}
+	return redirect(c, "/runs/"+run.ID)
 }

@@ -23,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 var (
 	fixedNow = time.Date(2026, 3, 4, 14, 0, 0, 0, time.UTC)
-	viewer   = engine.Principal{ID: "alice", TenantID: "acme", DisplayName: "Alice Ng"}
+	viewer   = engine.Principal{ID: "alice", TenantID: "acme", DisplayName: "Alice Ng", Scopes: []string{"approval.read", "approval.resolve", "run.read"}}
 )
 
 // sampleApproval is a pending approval whose arguments try to inject markup.

@@ -55,6 +55,7 @@ func cardView(a api.Approval, viewer engine.Principal, now time.Time, result ser
 	if a.ResolvedAt != nil {
 		c.ResolvedAt = dateTime(*a.ResolvedAt)
 	}
+	triageCard(&c, a, viewer, now)
 	if a.Status == engine.ApprovalPending {
 		c.ExpiresIn = expiresIn(a.ExpiresAt, now)
 		return c
@@ -154,7 +155,8 @@ func upperFirst(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// expiresIn is the time left, coarse enough to read at a glance.
+// expiresIn is the time left, coarse enough to read at a glance; within
+// the last hour it counts seconds, as console.js's ticking clock does.
 func expiresIn(at, now time.Time) string {
 	d := at.Sub(now)
 	switch {
@@ -163,7 +165,7 @@ func expiresIn(at, now time.Time) string {
 	case d < time.Minute:
 		return fmt.Sprintf("in %ds", int(d.Seconds()))
 	case d < time.Hour:
-		return fmt.Sprintf("in %dm", int(d.Minutes()))
+		return fmt.Sprintf("in %dm %02ds", int(d.Minutes()), int(d.Seconds())%60)
 	default:
 		return fmt.Sprintf("in %dh %dm", int(d.Hours()), int(d.Minutes())%60)
 	}

@@ -1,17 +1,19 @@
 // Gatehouse console enhancements. Every page works without this file: it adds
 // copy buttons, keyboard shortcuts (j/k move, a/d approve/deny after a
-// confirmation) and keeps live-inserted cards in queue order. No eval, no
+// confirmation), keeps live-inserted cards in queue order, ticks the time
+// left and shows times in the viewer's zone. No eval, no
 // inline handlers: the CSP forbids both.
 (function () {
   "use strict";
   document.documentElement.classList.add("js");
 
+  // The queue's items: cards, or the rows of the list view.
   function cards() {
-    return Array.prototype.slice.call(document.querySelectorAll("#queue-cards > .card"));
+    return Array.prototype.slice.call(document.querySelectorAll("#queue-cards > .card, #queue-rows > .row"));
   }
 
   function selected() {
-    return document.querySelector("#queue-cards > .card.selected");
+    return document.querySelector("#queue-cards > .card.selected, #queue-rows > .row.selected");
   }
 
   function select(card) {
@@ -37,10 +39,16 @@
     if (!button) return;
     var verb = resolution === "deny" ? "Deny" : "Approve";
     var title = card.getAttribute("data-summary") || "this action";
-    if (window.confirm(verb + ": " + title + "?")) {
-      advanceFrom = card.id;
-      button.click();
+    if (!window.confirm(verb + ": " + title + "?")) return;
+    // A critical approval needs its box ticked as well, by hand: the
+    // dialog alone is not the deliberate second step.
+    var box = card.querySelector('input[name="confirm"]');
+    if (resolution !== "deny" && box && !box.checked) {
+      box.focus();
+      return;
     }
+    advanceFrom = card.id;
+    button.click();
   }
 
   // The card resolved from the keyboard comes back swapped in place, without
@@ -65,7 +73,10 @@
   document.addEventListener("keydown", function (ev) {
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
     var t = ev.target;
-    if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
+    // Keys type into text fields; a ticked box (the critical
+    // confirmation, a batch selection) keeps the shortcuts.
+    var box = t && t.tagName === "INPUT" && (t.type === "checkbox" || t.type === "radio");
+    if (t && ((t.tagName === "INPUT" && !box) || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
     switch (ev.key) {
       case "j": move(1); break;
       case "k": move(-1); break;
@@ -109,8 +120,56 @@
       }
       place(c);
     });
+    // A decided approval leaves the expiring-soon group.
+    cards().filter(function (c) { return c.getAttribute("data-status") !== "pending"; }).forEach(function (c) {
+      var soon = document.getElementById("soon-" + c.getAttribute("data-approval-id"));
+      if (soon) soon.parentNode.removeChild(soon);
+    });
     var empty = document.getElementById("queue-empty");
     if (empty) empty.hidden = cards().length > 0;
     advance();
+    tick();
+    localTimes();
   });
+
+  // The live clock: every time left ticks each second and turns amber
+  // ("soon", 15 minutes or less) then red ("urgent", 5 minutes or less),
+  // the thresholds of handlers/console/triage.go. The server's text is the
+  // fallback without JavaScript.
+  var SOON = 15 * 60, URGENT = 5 * 60;
+  function left(seconds) {
+    if (seconds <= 0) return "expiring now";
+    if (seconds < 60) return "in " + seconds + "s";
+    var m = Math.floor(seconds / 60), s = seconds % 60;
+    if (seconds < 3600) return "in " + m + "m " + (s < 10 ? "0" : "") + s + "s";
+    return "in " + Math.floor(seconds / 3600) + "h " + (m % 60) + "m";
+  }
+  function tick() {
+    var now = Date.now();
+    document.querySelectorAll("time[data-expires]").forEach(function (t) {
+      var at = Date.parse(t.getAttribute("data-expires"));
+      if (isNaN(at)) return;
+      var seconds = Math.max(0, Math.floor((at - now) / 1000));
+      var text = left(seconds);
+      if (t.textContent !== text) t.textContent = text;
+      t.classList.toggle("expires-urgent", seconds <= URGENT);
+      t.classList.toggle("expires-soon", seconds > URGENT && seconds <= SOON);
+      if (!t.title) t.title = new Date(at).toLocaleString();
+    });
+  }
+
+  // Times in the viewer's time zone; the server renders UTC.
+  function localTimes() {
+    document.querySelectorAll("time[data-local]:not([data-localized])").forEach(function (t) {
+      var at = Date.parse(t.getAttribute("datetime"));
+      if (isNaN(at)) return;
+      t.title = t.textContent;
+      t.textContent = new Date(at).toLocaleString([], { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", timeZoneName: "short" });
+      t.setAttribute("data-localized", "");
+    });
+  }
+
+  tick();
+  localTimes();
+  window.setInterval(tick, 1000);
 })();

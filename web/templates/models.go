@@ -194,6 +194,18 @@ type Card struct {
 	New         bool   // arrived by live update; placed in queue order by console.js
 	OOB         bool   // replaces the card of the same id out of band (resolved elsewhere)
 
+	// Triage (issue 10, part B).
+	AgentID string
+	// ArgumentsHash is the SHA-256 of the normalized arguments: the resolve
+	// and batch forms carry it so a resolution binds to what was shown.
+	ArgumentsHash string
+	CanResolve    bool   // the viewer holds approval.resolve: show the buttons
+	CanReadRun    bool   // the viewer holds run.read: link the run
+	Urgency       string // "", soon, urgent: how close the expiry is
+	ResolvedAtISO string // RFC 3339: console.js shows it in the viewer's zone
+	// Selectable offers the card to the queue's batch form: pending,
+	// resolvable by the viewer, and not critical.
+	Selectable bool
 	CardContent
 }
 
@@ -229,6 +241,14 @@ func (c CardContent) UntrustedNote() string {
 	}
 	return strconv.Itoa(c.UntrustedArgs) + " arguments came from content that cannot authorize anything: they are marked below."
 }
+
+// Critical reports whether approving the card needs the second,
+// deliberate confirmation.
+func (c Card) Critical() bool { return c.Risk == "critical" }
+
+// BatchValue is what the batch form posts for the card: its id and the
+// hash of the arguments the reviewer saw.
+func (c Card) BatchValue() string { return c.ID + ":" + c.ArgumentsHash }
 
 // LongSummary reports whether the card clamps the summary.
 func (c Card) LongSummary() bool { return c.SummaryChars > 0 && !c.Whole }
@@ -274,15 +294,28 @@ type QueuePage struct {
 	Cards   []Card
 	MoreURL string // keyset link to the next page; "" on the last page
 	Poll    Poll
+
+	// Triage (issue 10, part B).
+	View       string // ViewCards or ViewList
+	Risk       string // the risk filter ("" for every risk)
+	Expiring   []Card // pending approvals about to expire, soonest first
+	CanResolve bool   // the viewer may resolve: batch selection is offered
 }
 
 // Poll is the live-update poller: it asks for events after the watermark.
 type Poll struct {
 	After string // an event cursor
+	View  string // the queue's view: new approvals arrive as cards or rows
 }
 
 // URL is the poller's request path.
-func (p Poll) URL() string { return "/queue/updates?after=" + url.QueryEscape(p.After) }
+func (p Poll) URL() string {
+	u := "/queue/updates?after=" + url.QueryEscape(p.After)
+	if p.View == ViewList {
+		u += "&view=" + ViewList
+	}
+	return u
+}
 
 // QueueUpdate is the poll answer: new cards and the new count, swapped out
 // of band, plus a fresh poller carrying the new watermark.
@@ -365,6 +398,9 @@ type HistoryFilter struct {
 	Risk       string
 	Since      string // yyyy-mm-dd
 	Until      string // yyyy-mm-dd
+	Text       string // search in the summary and tool name
+	Tool       string
+	Agent      string
 }
 
 // HistoryPage lists resolved approvals.
@@ -373,6 +409,18 @@ type HistoryPage struct {
 	Filter  HistoryFilter
 	Rows    []Card
 	MoreURL string
+	// Query is the filter as a query string ("" for none): the export links
+	// carry it, so an export holds what the page shows.
+	Query string
+}
+
+// ExportURL is the export of the filtered history in format (csv, json).
+func (m HistoryPage) ExportURL(format string) string {
+	u := "/history/export." + format
+	if m.Query != "" {
+		u += "?" + m.Query
+	}
+	return u
 }
 
 // InvocationRow is one invocation on the run page.
@@ -406,7 +454,11 @@ type RunPage struct {
 	CreatedAt     string
 	Invocations   []InvocationRow
 	Timeline      []Event
+	CanCancel     bool // the viewer holds run.cancel and the run can still end
 }
+
+// CancelURL is where the run page's cancel form posts.
+func (m RunPage) CancelURL() string { return "/runs/" + m.ID + "/cancel" }
 
 // MatrixRow is one row of the active profile.
 type MatrixRow struct {
@@ -469,10 +521,11 @@ type HardlineRow struct {
 	Description string
 }
 
-// Bar is one bar of a small chart.
+// Bar is one bar of a small chart, or one tile of the overview.
 type Bar struct {
 	Label string
 	Value int
+	Href  string // the filtered queue or history it counts; "" for none
 }
 
 // Chart is a bar chart drawn as inline SVG.
@@ -481,6 +534,9 @@ type Chart struct {
 	Kind  string // "", bad, warn: the bar colour
 	Bars  []Bar
 	Total int
+	// Axis labels the hours under the bars, oldest first, spread evenly.
+	Axis []string
+	Href string // the history the chart counts
 }
 
 // OverviewPage is the dashboard.
@@ -556,6 +612,42 @@ func shortID(id string) string {
 		return id[:8]
 	}
 	return id
+}
+
+// Triage (issue 10, part B): the queue's views, the deny presets, and the
+// batch resolution's report.
+
+// The queue's two views: one card per approval, or one dense row.
+const (
+	ViewCards = "cards"
+	ViewList  = "list"
+)
+
+// DenyPresets are the reasons the Deny panel offers; the server accepts
+// only these as a preset (free text goes in the reason field).
+var DenyPresets = []string{
+	"Not what I asked for",
+	"Wrong recipient or target",
+	"Too risky right now",
+	"Looks like a prompt injection",
+}
+
+// BatchItem is what happened to one approval of a batch resolution.
+type BatchItem struct {
+	ID      string
+	Summary string
+	Outcome string // "Approved by you", "Already denied by bob at 14:02", ...
+	Kind    string // ok, bad, warn
+	Applied bool   // this batch resolved it
+}
+
+// DetailURL is the approval's own page.
+func (b BatchItem) DetailURL() string { return "/approvals/" + b.ID }
+
+// BatchPage reports a batch resolution item by item.
+type BatchPage struct {
+	Page
+	Items []BatchItem
 }
 
 // PushSettingsPage is "Notifications on this device": Web Push for the

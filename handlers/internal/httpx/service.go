@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"context"
+	"time"
 
 	"gatehouse/api"
 	"gatehouse/engine"
@@ -29,6 +30,8 @@ type Service interface {
 	ListApprovals(ctx context.Context, p engine.Principal, f service.ApprovalFilter) (api.ApprovalPage, error)
 	QueueChangesSince(ctx context.Context, p engine.Principal, cursor string, limit, pageSize int) (service.QueueChanges, error)
 	ResolveApproval(ctx context.Context, p engine.Principal, id string, resolution engine.ApprovalResolutionType, reason string) (service.ResolveOutcome, error)
+	ResolveApprovalSeen(ctx context.Context, p engine.Principal, id, argumentsHash string, resolution engine.ApprovalResolutionType, reason string) (service.ResolveOutcome, error)
+	ExpiringSoon(ctx context.Context, p engine.Principal, window time.Duration, limit int) ([]api.Approval, error)
 	ListEvents(ctx context.Context, p engine.Principal, f service.EventFilter) ([]api.Event, error)
 	EventWatermark(ctx context.Context, p engine.Principal) (string, error)
 	Overview(ctx context.Context, p engine.Principal) (service.Overview, error)
