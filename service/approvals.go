@@ -143,6 +143,15 @@ SELECT ` + approvalColumns + ` FROM approvals
  ORDER BY created_at DESC
  LIMIT $5`
 
+// approvalListAllPending is every tenant's pending approvals, oldest
+// first, at most $1: what a policy deploy would revalidate
+// (PreviewDeploy, an operator's tool, not a tenant's read).
+const approvalListAllPending = `
+SELECT ` + approvalColumns + ` FROM approvals
+ WHERE status = 'pending'
+ ORDER BY created_at, id
+ LIMIT $1`
+
 const overviewPendingByRisk = `
 SELECT risk, count(*) FROM approvals
  WHERE tenant_id = $1 AND status = 'pending'
@@ -344,6 +353,16 @@ func approvalsListPending(ctx context.Context, db DBTX, tenantID string, f Appro
 		string(f.Risk), f.Since, f.Until, -int(c.Rank), c.At, c.ID, limit, f.Tool)
 	if err != nil {
 		return nil, err
+	}
+	return collectApprovals(rows)
+}
+
+// approvalsListAllPending reads up to limit pending approvals of every
+// tenant, oldest first.
+func approvalsListAllPending(ctx context.Context, db DBTX, limit int) ([]approvalRow, error) {
+	rows, err := db.Query(ctx, approvalListAllPending, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list pending approvals: %w", err)
 	}
 	return collectApprovals(rows)
 }
