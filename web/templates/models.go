@@ -186,13 +186,16 @@ type Card struct {
 	// "Already denied by bob at 14:02", "Expired at 09:10".
 	Outcome     string
 	OutcomeKind string // ok, bad, warn
-	ResolvedBy  string
-	ResolvedAt  string
-	Reason      string // the resolver's reason
-	CSRF        string
-	Back        string // where a resolve without JavaScript returns to
-	New         bool   // arrived by live update; placed in queue order by console.js
-	OOB         bool   // replaces the card of the same id out of band (resolved elsewhere)
+	// Quorum counts the approvals of an action that needs several
+	// approvers: "1 of 2 approvals, by alice"; "" when one suffices.
+	Quorum     string
+	ResolvedBy string
+	ResolvedAt string
+	Reason     string // the resolver's reason
+	CSRF       string
+	Back       string // where a resolve without JavaScript returns to
+	New        bool   // arrived by live update; placed in queue order by console.js
+	OOB        bool   // replaces the card of the same id out of band (resolved elsewhere)
 
 	// Triage (issue 10, part B).
 	AgentID string
