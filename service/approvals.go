@@ -48,13 +48,16 @@ const approvalGet = `SELECT ` + approvalColumns + ` FROM approvals WHERE id = $1
 // approvalResolveIfPending is the seed's guarded update: zero rows means
 // someone (a resolver, the reaper, a cancellation) got there first, the
 // approval is due ($5, now, at or past expires_at) and only the reaper's
-// expiry may end it, or its arguments are not the ones the resolver saw
-// ($8, a hash; empty when the caller binds none).
+// expiry may end it, its arguments are not the ones the resolver saw
+// ($8, a hash; empty when the caller binds none), or it has a quorum and
+// the caller has not counted the votes ($9: the vote is a deny or reaches
+// the quorum).
 const approvalResolveIfPending = `
 UPDATE approvals
    SET status = $3, resolution = $4, resolved_at = $5, resolved_by = $6, resolution_reason = $7
  WHERE id = $1 AND tenant_id = $2 AND status = 'pending' AND expires_at > $5
    AND ($8::text = '' OR normalized_arguments_hash = $8)
+   AND (quorum <= 1 OR $9::boolean)
 RETURNING ` + approvalColumns
 
 // approvalClaimDue locks due pending approvals together with their runs,
@@ -250,11 +253,18 @@ func approvalsGet(ctx context.Context, db DBTX, tenantID, id string) (approvalRo
 // the caller expires it (ExpireDue's path) and reports a conflict.
 const resolveDue ResolveResult = "due"
 
+// resolveVote is resolve's answer for a pending approval with a quorum
+// whose votes the caller has not counted: the caller casts the vote
+// (castVote) and, for a deny or the vote that reaches the quorum, resolves
+// again with quorumMet.
+const resolveVote ResolveResult = "vote"
+
 // approvalResolution is what resolving an approval came to: applied (this
 // call changed the row); same (already resolved the same way, the stored
 // row with its original resolver and time); conflict (resolved
 // differently, expired or cancelled first, the stored row); resolveDue
-// (still pending but past expires_at, the stored row).
+// (still pending but past expires_at, the stored row); resolveVote (still
+// pending, with a quorum, the stored row).
 type approvalResolution struct {
 	result ResolveResult
 	row    approvalRow
@@ -262,10 +272,11 @@ type approvalResolution struct {
 
 // queueApprovalsResolve queues a resolution under the pending guard on b, with the
 // re-read a refused update answers from after it, in the same round trip;
-// the outcome is in out once the batch is read. No such approval in the
-// tenant is ErrNotFound.
-func queueApprovalsResolve(b *pgx.Batch, tenantID, id, resolver string, res engine.ApprovalResolutionType, reason, seenHash string, now time.Time, out *approvalResolution) {
-	b.Queue(approvalResolveIfPending, id, tenantID, string(res.Status()), string(res), now, resolver, reason, seenHash).QueryRow(func(row pgx.Row) error {
+// the outcome is in out once the batch is read. quorumMet lets the update
+// resolve an approval with a quorum (the caller counted the votes). No
+// such approval in the tenant is ErrNotFound.
+func queueApprovalsResolve(b *pgx.Batch, tenantID, id, resolver string, res engine.ApprovalResolutionType, reason, seenHash string, quorumMet bool, now time.Time, out *approvalResolution) {
+	b.Queue(approvalResolveIfPending, id, tenantID, string(res.Status()), string(res), now, resolver, reason, seenHash, quorumMet).QueryRow(func(row pgx.Row) error {
 		a, err := scanApproval(row)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -289,6 +300,8 @@ func queueApprovalsResolve(b *pgx.Batch, tenantID, id, resolver string, res engi
 		switch {
 		case stored.Status == engine.ApprovalPending && seenHash != "" && stored.NormalizedArgumentsHash != seenHash:
 			*out = approvalResolution{result: ResolveStale, row: stored}
+		case stored.Status == engine.ApprovalPending && stored.Quorum > 1 && !quorumMet && now.Before(stored.ExpiresAt):
+			*out = approvalResolution{result: resolveVote, row: stored}
 		case stored.Status == engine.ApprovalPending:
 			*out = approvalResolution{result: resolveDue, row: stored}
 		case stored.Resolution == res:

@@ -80,20 +80,28 @@ func (s *Service) resolveApproval(ctx context.Context, p engine.Principal, id, s
 		if err := s.checkResolver(p, run, resolution); err != nil {
 			return err
 		}
-		if voted, done, err := s.castVote(ctx, tx, p, id, seenHash, resolution, reason, now); err != nil || done {
-			out = voted
-			return err
-		}
 		// The guarded update, and the invocation settle needs, in one
-		// round trip.
+		// round trip. An approval with a quorum refuses it until the
+		// votes are counted (resolveVote); then it runs once more.
 		var resolved approvalResolution
 		var inv invocationRow
 		var found bool
-		b := &pgx.Batch{}
-		queueApprovalsResolve(b, p.TenantID, id, p.ID, resolution, reason, seenHash, now, &resolved)
-		queueInvocationsGetForApproval(b, id, &inv, &found)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
+		for quorumMet := false; ; quorumMet = true {
+			resolved = approvalResolution{}
+			b := &pgx.Batch{}
+			queueApprovalsResolve(b, p.TenantID, id, p.ID, resolution, reason, seenHash, quorumMet, now, &resolved)
+			queueInvocationsGetForApproval(b, id, &inv, &found)
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return err
+			}
+			if resolved.result != resolveVote {
+				break
+			}
+			voted, done, err := s.castVote(ctx, tx, p, resolved.row, resolution, reason, now)
+			if err != nil || done {
+				out = voted
+				return err
+			}
 		}
 		result, a := resolved.result, resolved.row
 		if result == resolveDue {
@@ -120,29 +128,20 @@ func (s *Service) resolveApproval(ctx context.Context, p engine.Principal, id, s
 	return out, nil
 }
 
-// castVote casts p's vote on a pending approval whose quorum is above one,
-// under the run lock resolveApproval holds, so the votes on one approval
-// are cast and counted one at a time. done is true when the vote is the
-// whole answer:
+// castVote casts p's vote on a, a pending approval whose quorum is above
+// one, under the run lock resolveApproval holds, so the votes on one
+// approval are cast and counted one at a time. done is true when the vote
+// is the whole answer:
 //   - ResolveSame: p voted the same way before; the vote counts once and
 //     nothing changes (gate 9, per vote);
 //   - ResolveConflict: p voted differently before; nothing changes;
 //   - ResolveVoted: an approve vote below the quorum; the approval stays
 //     pending and approval.voted is written.
 //
-// Otherwise (a deny, the approve vote that reaches the quorum, a quorum of
-// one, an approval no longer pending, due, or not the one the resolver
-// saw) the guarded update decides as for any resolution, and writes the
-// one approval.resolved.
-func (s *Service) castVote(ctx context.Context, tx pgx.Tx, p engine.Principal, id, seenHash string, resolution engine.ApprovalResolutionType, reason string, now time.Time) (ResolveOutcome, bool, error) {
-	a, err := approvalsGet(ctx, tx, p.TenantID, id)
-	if err != nil {
-		return ResolveOutcome{}, false, err
-	}
-	if a.Quorum <= 1 || a.Status != engine.ApprovalPending || !now.Before(a.ExpiresAt) ||
-		(seenHash != "" && seenHash != a.NormalizedArgumentsHash) {
-		return ResolveOutcome{}, false, nil
-	}
+// Otherwise (a deny, or the approve vote that reaches the quorum) the
+// guarded update decides as for any resolution, and writes the one
+// approval.resolved.
+func (s *Service) castVote(ctx context.Context, tx pgx.Tx, p engine.Principal, a approvalRow, resolution engine.ApprovalResolutionType, reason string, now time.Time) (ResolveOutcome, bool, error) {
 	v, err := approvalVotesCast(ctx, tx, a.ID, p.ID, resolution, reason, now)
 	switch {
 	case err != nil:
@@ -165,7 +164,7 @@ func (s *Service) castVote(ctx context.Context, tx pgx.Tx, p engine.Principal, i
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return ResolveOutcome{}, false, fmt.Errorf("record vote: %w", err)
 	}
-	if a, err = approvalsGet(ctx, tx, p.TenantID, id); err != nil {
+	if a, err = approvalsGet(ctx, tx, a.TenantID, a.ID); err != nil {
 		return ResolveOutcome{}, false, err
 	}
 	return ResolveOutcome{Result: ResolveVoted, Approval: a.Approval}, true, nil
