@@ -133,6 +133,14 @@ func raceVotes(t *testing.T, b *bundle, p1 engine.Principal, r1 engine.ApprovalR
 	return o1, o2, c, b.approval(park.ApprovalID)
 }
 
+// oneEach fails unless the two outcomes are r1 and r2, in either order.
+func oneEach(t *testing.T, iteration int, o1, o2 ResolveOutcome, r1, r2 ResolveResult) {
+	t.Helper()
+	if (o1.Result != r1 || o2.Result != r2) && (o1.Result != r2 || o2.Result != r1) {
+		t.Fatalf("iteration %d: %s and %s, want one %s and one %s", iteration, o1.Result, o2.Result, r1, r2)
+	}
+}
+
 // TestRaceQuorumTwoApprovers: two approvers at once reach exactly one
 // APPROVED: one vote is counted, the other approves.
 func TestRaceQuorumTwoApprovers(t *testing.T) {
@@ -140,11 +148,7 @@ func TestRaceQuorumTwoApprovers(t *testing.T) {
 	b, alice, bob, _ := setupQuorum(t)
 	for i := range raceIterations {
 		o1, o2, c, a := raceVotes(t, b, alice, engine.ResolutionApproveOnce, bob, engine.ResolutionApproveOnce)
-		results := map[ResolveResult]int{o1.Result: 1}
-		results[o2.Result]++
-		if results[ResolveVoted] != 1 || results[ResolveApplied] != 1 {
-			t.Fatalf("iteration %d: %s and %s, want one voted and one applied", i, o1.Result, o2.Result)
-		}
+		oneEach(t, i, o1, o2, ResolveVoted, ResolveApplied)
 		mustEqual(t, "status", a.Status, engine.ApprovalApproved)
 		mustEqual(t, "votes", len(a.Votes), 2)
 		mustEqual(t, "approval.resolved events", b.countEvents(c.run.ID, api.EventApprovalResolved), 1)
@@ -178,11 +182,7 @@ func TestRaceQuorumOneApproverTwice(t *testing.T) {
 	b, alice, bob, _ := setupQuorum(t)
 	for i := range raceIterations {
 		o1, o2, c, a := raceVotes(t, b, alice, engine.ResolutionApproveOnce, alice, engine.ResolutionApproveOnce)
-		results := map[ResolveResult]int{o1.Result: 1}
-		results[o2.Result]++
-		if results[ResolveVoted] != 1 || results[ResolveSame] != 1 {
-			t.Fatalf("iteration %d: %s and %s, want one voted and one same", i, o1.Result, o2.Result)
-		}
+		oneEach(t, i, o1, o2, ResolveVoted, ResolveSame)
 		mustEqual(t, "status", a.Status, engine.ApprovalPending)
 		mustEqual(t, "votes", len(a.Votes), 1)
 		mustEqual(t, "approval.voted events", b.countEvents(c.run.ID, api.EventApprovalVoted), 1)
