@@ -186,16 +186,13 @@ type Card struct {
 	// "Already denied by bob at 14:02", "Expired at 09:10".
 	Outcome     string
 	OutcomeKind string // ok, bad, warn
-	// Quorum counts the approvals of an action that needs several
-	// approvers: "1 of 2 approvals, by alice"; "" when one suffices.
-	Quorum     string
-	ResolvedBy string
-	ResolvedAt string
-	Reason     string // the resolver's reason
-	CSRF       string
-	Back       string // where a resolve without JavaScript returns to
-	New        bool   // arrived by live update; placed in queue order by console.js
-	OOB        bool   // replaces the card of the same id out of band (resolved elsewhere)
+	ResolvedBy  string
+	ResolvedAt  string
+	Reason      string // the resolver's reason
+	CSRF        string
+	Back        string // where a resolve without JavaScript returns to
+	New         bool   // arrived by live update; placed in queue order by console.js
+	OOB         bool   // replaces the card of the same id out of band (resolved elsewhere)
 
 	// Triage (issue 10, part B).
 	AgentID string
@@ -210,6 +207,11 @@ type Card struct {
 	// resolvable by the viewer, and not critical.
 	Selectable bool
 	CardContent
+
+	// Quorum counts the approvals of an action that needs several
+	// approvers (issue 13): "1 of 2 approvals, by alice"; "" when one
+	// suffices.
+	Quorum string
 }
 
 // CardContent is what a reviewer decides from beyond the action itself
