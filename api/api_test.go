@@ -44,6 +44,7 @@ func TestEveryEventTypeDecodesToItsPayload(t *testing.T) {
 		ApprovalRequestedPayload{ApprovalID: "x", InvocationID: "i", ToolName: "t", Risk: engine.RiskHigh, SideEffect: engine.SideEffectExternalWrite, ExpiresAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
 		ApprovalResolvedPayload{ApprovalID: "x", InvocationID: "i", ToolName: "t", Risk: engine.RiskHigh, Status: engine.ApprovalDenied, Resolution: "deny", ResolvedBy: "bob"},
 		ApprovalInvalidatedPayload{ApprovalID: "x", InvocationID: "i", Cause: "c"},
+		ApprovalVotedPayload{ApprovalID: "x", InvocationID: "i", ToolName: "t", Risk: engine.RiskCritical, VotedBy: "alice", Approvals: 1, Quorum: 2},
 		PolicyProfileLoadedPayload{PolicyVersion: "v", Profile: "default", LoadedBy: "r"},
 		CircuitBreakerPayload{ToolName: "t", ReasonCode: "r", Denials: 3},
 	}

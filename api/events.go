@@ -35,6 +35,7 @@ const (
 	EventApprovalRequested    = "approval.requested"
 	EventApprovalResolved     = "approval.resolved"
 	EventApprovalInvalidated  = "approval.invalidated"
+	EventApprovalVoted        = "approval.voted"
 	EventPolicyProfileLoaded  = "policy.profile.loaded"
 	EventCircuitBreakerTipped = "run.circuit_breaker"
 )
@@ -131,6 +132,19 @@ type ApprovalResolvedPayload struct {
 	ResolvedBy   string                `json:"resolved_by"`
 }
 
+// ApprovalVotedPayload is approval.voted: an approve vote that left an
+// approval with a quorum still pending. The vote that reaches the quorum,
+// and any deny, are approval.resolved instead.
+type ApprovalVotedPayload struct {
+	ApprovalID   string           `json:"approval_id"`
+	InvocationID string           `json:"invocation_id"`
+	ToolName     string           `json:"tool_name"`
+	Risk         engine.RiskLevel `json:"risk"`
+	VotedBy      string           `json:"voted_by"`
+	Approvals    int              `json:"approvals"`
+	Quorum       int              `json:"quorum"`
+}
+
 // ApprovalInvalidatedPayload is approval.invalidated: an approval voided
 // at resume.
 type ApprovalInvalidatedPayload struct {
@@ -167,6 +181,7 @@ func (ActionResultPayload) EventType() string        { return EventActionResult 
 func (ApprovalRequestedPayload) EventType() string   { return EventApprovalRequested }
 func (ApprovalResolvedPayload) EventType() string    { return EventApprovalResolved }
 func (ApprovalInvalidatedPayload) EventType() string { return EventApprovalInvalidated }
+func (ApprovalVotedPayload) EventType() string       { return EventApprovalVoted }
 func (PolicyProfileLoadedPayload) EventType() string { return EventPolicyProfileLoaded }
 func (CircuitBreakerPayload) EventType() string      { return EventCircuitBreakerTipped }
 
@@ -185,6 +200,7 @@ var payloadDecoders = map[string]func(json.RawMessage) (EventPayload, error){
 	EventApprovalRequested:    decodeAs[ApprovalRequestedPayload],
 	EventApprovalResolved:     decodeAs[ApprovalResolvedPayload],
 	EventApprovalInvalidated:  decodeAs[ApprovalInvalidatedPayload],
+	EventApprovalVoted:        decodeAs[ApprovalVotedPayload],
 	EventPolicyProfileLoaded:  decodeAs[PolicyProfileLoadedPayload],
 	EventCircuitBreakerTipped: decodeAs[CircuitBreakerPayload],
 }

@@ -206,10 +206,26 @@ type Approval struct {
 	// The console marks every argument whose content cannot authorize.
 	OriginTrust   engine.TrustLevel            `json:"origin_trust,omitempty"`
 	ArgumentTrust map[string]engine.TrustLevel `json:"argument_trust,omitempty"`
+	// Quorum is how many distinct principals must approve the action (its
+	// profile's approvals.quorum for the risk; 1 by default). Votes are
+	// those cast so far on an approval whose quorum is above 1, in order;
+	// it stays pending until the approve votes reach Quorum, and any deny
+	// denies it.
+	Quorum int            `json:"quorum"`
+	Votes  []ApprovalVote `json:"votes"`
+
 	// PolicyExplanation is the engine's sentence for the decision. It
 	// names the profile rule that fired, so it stays off the wire (never
 	// the rule that fired) and only the console shows it.
 	PolicyExplanation string `json:"-"`
+}
+
+// ApprovalVote is one principal's vote on an approval with a quorum.
+type ApprovalVote struct {
+	PrincipalID string                        `json:"principal_id"`
+	Resolution  engine.ApprovalResolutionType `json:"resolution"`
+	Reason      string                        `json:"reason,omitempty"`
+	VotedAt     time.Time                     `json:"voted_at"`
 }
 
 // ApprovalPage is one page of approvals.

@@ -52,6 +52,9 @@ type Profile struct {
 	RequireDistinctResolver bool                        // approvals.require_distinct_resolver
 	AdvisoryEnabled         bool                        // advisory.enabled
 	Expiry                  map[RiskLevel]time.Duration // optional overrides of the risk defaults
+	// Quorum is approvals.quorum: how many distinct principals must
+	// approve an action of a risk before it is approved (absent: one).
+	Quorum map[RiskLevel]int
 }
 
 // HardlineExample is an action a hardline rule must block, or must permit.

@@ -46,6 +46,7 @@ const (
 	CodeToolRuleShape       = "profile.tool_rule_shape"
 	CodeRuleID              = "profile.rule_id"
 	CodeExpiry              = "profile.expiry"
+	CodeQuorum              = "profile.quorum"
 	CodeHardlineDuplicate   = "hardline.duplicate_id"
 	CodeHardlineKind        = "hardline.invalid_rule"
 	CodeHardlineAppliesTo   = "hardline.applies_to"
@@ -158,6 +159,11 @@ func NewLoadedRuleset(p Profile, profileBytes []byte, hardline []HardlineRule, h
 	for r, d := range p.Expiry {
 		if !r.Valid() || d <= 0 {
 			return nil, ruleErr("", CodeExpiry, "expiry override %q=%s: needs a known risk and a positive duration", r, d)
+		}
+	}
+	for r, n := range p.Quorum {
+		if !r.Valid() || n < 1 || n > MaxQuorum {
+			return nil, ruleErr("", CodeQuorum, "quorum %q=%d: needs a known risk and a number of approvers from 1 to %d", r, n, MaxQuorum)
 		}
 	}
 	return rs, nil
@@ -394,6 +400,19 @@ func (rs *LoadedRuleset) HardlineCount() int { return len(rs.hardlineRules) }
 // RequireDistinctResolver is approvals.require_distinct_resolver.
 func (rs *LoadedRuleset) RequireDistinctResolver() bool { return rs.profile.RequireDistinctResolver }
 
+// MaxQuorum bounds approvals.quorum: a quorum no team can reach would
+// only let approvals expire.
+const MaxQuorum = 10
+
+// Quorum is how many distinct principals must approve an action of risk
+// (approvals.quorum; one when the profile sets none).
+func (rs *LoadedRuleset) Quorum(risk RiskLevel) int {
+	if n, ok := rs.profile.Quorum[risk]; ok {
+		return n
+	}
+	return 1
+}
+
 // AdvisoryEnabled is advisory.enabled.
 func (rs *LoadedRuleset) AdvisoryEnabled() bool { return rs.profile.AdvisoryEnabled }
 
@@ -407,6 +426,7 @@ func copyProfile(p Profile) Profile {
 	out.Rules = copyRules(p.Rules)
 	out.ToolRules = copyRules(p.ToolRules)
 	out.Expiry = maps.Clone(p.Expiry)
+	out.Quorum = maps.Clone(p.Quorum)
 	return out
 }
 

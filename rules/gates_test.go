@@ -87,6 +87,10 @@ func TestGate01Totality(t *testing.T) {
 		{"second document", string(defaultYAML) + "\n---\nmatrix: []\n", CodeMultipleDocs},
 		{"hardline rules in a profile", string(defaultYAML) + "\nrules: []\n", CodeHardlineOverride},
 		{"empty file", "", CodeEmpty},
+		{"quorum of an unknown risk", strings.Replace(string(defaultYAML), "approvals:\n", "approvals:\n  quorum: {dire: 2}\n", 1), engine.CodeQuorum},
+		{"quorum of nobody", strings.Replace(string(defaultYAML), "approvals:\n", "approvals:\n  quorum: {critical: 0}\n", 1), engine.CodeQuorum},
+		{"quorum nobody reaches", strings.Replace(string(defaultYAML), "approvals:\n", "approvals:\n  quorum: {critical: 11}\n", 1), engine.CodeQuorum},
+		{"quorum that is not a number", strings.Replace(string(defaultYAML), "approvals:\n", "approvals:\n  quorum: {critical: two}\n", 1), CodeSyntax},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -522,5 +526,29 @@ func TestGate10ShippedProfile(t *testing.T) {
 	}
 	if cases < 1000 {
 		t.Fatalf("only %d cases", cases)
+	}
+}
+
+// TestQuorum: approvals.quorum sets the distinct approvers per risk, one
+// where it says nothing, and moves policy_version like any other byte.
+func TestQuorum(t *testing.T) {
+	t.Parallel()
+	body := strings.Replace(string(defaultYAML), "approvals:\n", "approvals:\n  quorum: {critical: 2, high: 3}\n", 1)
+	set, err := Load(Options{PolicyDir: writeProfileDir(t, "team.yaml", body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	team, _ := set.Ruleset("team")
+	def := set.DefaultRuleset()
+	if team.Quorum(engine.RiskCritical) != 2 || team.Quorum(engine.RiskHigh) != 3 || team.Quorum(engine.RiskLow) != 1 || def.Quorum(engine.RiskCritical) != 1 {
+		t.Fatalf("quorum: team %d %d %d, default %d", team.Quorum(engine.RiskCritical), team.Quorum(engine.RiskHigh), team.Quorum(engine.RiskLow), def.Quorum(engine.RiskCritical))
+	}
+	p := team.Profile()
+	p.Quorum[engine.RiskCritical] = 1
+	if team.Quorum(engine.RiskCritical) != 2 {
+		t.Fatal("the profile accessor handed out the ruleset's quorum map")
+	}
+	if strings.SplitN(team.PolicyVersion(), "@", 2)[1] == strings.SplitN(def.PolicyVersion(), "@", 2)[1] {
+		t.Fatal("quorum does not move policy_version")
 	}
 }

@@ -18,6 +18,7 @@ type profileDoc struct {
 	Approvals struct {
 		RequireDistinctResolver bool              `yaml:"require_distinct_resolver"`
 		Expiry                  map[string]string `yaml:"expiry"` // risk -> Go duration
+		Quorum                  map[string]int    `yaml:"quorum"` // risk -> distinct approvers
 	} `yaml:"approvals"`
 	Advisory struct {
 		Enabled bool `yaml:"enabled"`
@@ -150,6 +151,17 @@ func parseProfile(name, file string, b []byte) (engine.Profile, map[string]int, 
 				return engine.Profile{}, nil, &LoadError{File: file, Code: engine.CodeExpiry, Msg: fmt.Sprintf("approvals.expiry %s: %q needs a known risk and a positive duration like 30m", risk, d)}
 			}
 			p.Expiry[engine.RiskLevel(risk)] = dur
+		}
+	}
+	if len(doc.Approvals.Quorum) > 0 {
+		p.Quorum = make(map[engine.RiskLevel]int, len(doc.Approvals.Quorum))
+		_, approvals := mappingValue(root, "approvals")
+		k, _ := mappingValue(approvals, "quorum")
+		for risk, n := range doc.Approvals.Quorum {
+			if !engine.RiskLevel(risk).Valid() || n < 1 || n > engine.MaxQuorum {
+				return engine.Profile{}, nil, &LoadError{File: file, Line: k.Line, Code: engine.CodeQuorum, Msg: fmt.Sprintf("approvals.quorum %s: %d needs a known risk and a number of distinct approvers from 1 to %d", risk, n, engine.MaxQuorum)}
+			}
+			p.Quorum[engine.RiskLevel(risk)] = n
 		}
 	}
 	return p, lines, nil

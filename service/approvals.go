@@ -28,16 +28,19 @@ const approvalColumns = `id::text, tenant_id, principal_id, run_id::text, sessio
        COALESCE(resolved_by, ''), resolved_at, resolution_reason, expires_at, created_at,
        normalized_arguments_hash, requested_scopes, agent_version, risk_rank,
        origin_trust, argument_trust, policy_explanation,
-       (SELECT r.agent_id FROM runs r WHERE r.id = approvals.run_id)`
+       (SELECT r.agent_id FROM runs r WHERE r.id = approvals.run_id), quorum,
+       (SELECT COALESCE(json_agg(json_build_object('principal_id', v.principal_id, 'resolution', v.resolution,
+               'reason', v.reason, 'voted_at', v.voted_at) ORDER BY v.voted_at, v.principal_id), '[]')
+          FROM approval_votes v WHERE v.approval_id = approvals.id)`
 
 const approvalInsert = `
 INSERT INTO approvals (id, tenant_id, principal_id, session_id, run_id, action_kind, action_id,
        tool_invocation_id, status, expires_at, created_at, action_summary, tool_name, side_effect,
        risk, risk_rank, arguments_view, argument_digests, policy_reason, policy_version,
        normalized_arguments_hash, requested_scopes, agent_version, origin_trust, argument_trust,
-       policy_explanation)
+       policy_explanation, quorum)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10, $11, $12, $13, $14, $15, $16, $17,
-        $18, $19, $20, $21, $22, $23, $24, $25)
+        $18, $19, $20, $21, $22, $23, $24, $25, $26)
 RETURNING ` + approvalColumns
 
 const approvalGet = `SELECT ` + approvalColumns + ` FROM approvals WHERE id = $1 AND tenant_id = $2`
@@ -45,13 +48,16 @@ const approvalGet = `SELECT ` + approvalColumns + ` FROM approvals WHERE id = $1
 // approvalResolveIfPending is the seed's guarded update: zero rows means
 // someone (a resolver, the reaper, a cancellation) got there first, the
 // approval is due ($5, now, at or past expires_at) and only the reaper's
-// expiry may end it, or its arguments are not the ones the resolver saw
-// ($8, a hash; empty when the caller binds none).
+// expiry may end it, its arguments are not the ones the resolver saw
+// ($8, a hash; empty when the caller binds none), or it has a quorum and
+// the caller has not counted the votes ($9: the vote is a deny or reaches
+// the quorum).
 const approvalResolveIfPending = `
 UPDATE approvals
    SET status = $3, resolution = $4, resolved_at = $5, resolved_by = $6, resolution_reason = $7
  WHERE id = $1 AND tenant_id = $2 AND status = 'pending' AND expires_at > $5
    AND ($8::text = '' OR normalized_arguments_hash = $8)
+   AND (quorum <= 1 OR $9::boolean)
 RETURNING ` + approvalColumns
 
 // approvalClaimDue locks due pending approvals together with their runs,
@@ -143,6 +149,15 @@ SELECT ` + approvalColumns + ` FROM approvals
  ORDER BY created_at DESC
  LIMIT $5`
 
+// approvalListAllPending is every tenant's pending approvals, oldest
+// first, at most $1: what a policy deploy would revalidate
+// (PreviewDeploy, an operator's tool, not a tenant's read).
+const approvalListAllPending = `
+SELECT ` + approvalColumns + ` FROM approvals
+ WHERE status = 'pending'
+ ORDER BY created_at, id
+ LIMIT $1`
+
 const overviewPendingByRisk = `
 SELECT risk, count(*) FROM approvals
  WHERE tenant_id = $1 AND status = 'pending'
@@ -194,7 +209,7 @@ func scanApproval(row pgx.Row) (approvalRow, error) {
 		&a.RevalidatedPolicyVersion, &a.Status, &a.Resolution,
 		&a.ResolvedBy, &a.ResolvedAt, &a.ResolutionReason, &a.ExpiresAt, &a.CreatedAt,
 		&a.NormalizedArgumentsHash, &a.RequestedScopes, &a.AgentVersion, &a.RiskRank,
-		&a.OriginTrust, &a.ArgumentTrust, &a.PolicyExplanation, &a.AgentID)
+		&a.OriginTrust, &a.ArgumentTrust, &a.PolicyExplanation, &a.AgentID, &a.Quorum, &a.Votes)
 	a.ArgumentsHash = a.NormalizedArgumentsHash
 	return a, err
 }
@@ -214,7 +229,7 @@ func queueApprovalsInsert(b *pgx.Batch, a approvalRow, out *approvalRow) {
 		a.RunID, string(a.ActionKind), a.ActionID, inv, a.ExpiresAt, a.CreatedAt, a.ActionSummary,
 		a.ToolName, string(a.SideEffect), string(a.Risk), a.Risk.Rank(), a.Arguments, a.ArgumentDigests,
 		a.PolicyReason, a.PolicyVersion, a.NormalizedArgumentsHash, a.RequestedScopes, a.AgentVersion,
-		string(a.OriginTrust), a.ArgumentTrust, a.PolicyExplanation).QueryRow(func(row pgx.Row) error {
+		string(a.OriginTrust), a.ArgumentTrust, a.PolicyExplanation, max(a.Quorum, 1)).QueryRow(func(row pgx.Row) error {
 		stored, err := scanApproval(row)
 		if isUniqueViolation(err) {
 			return fmt.Errorf("create approval: action_id already used: %w", ErrConflict)
@@ -247,11 +262,18 @@ func approvalsGet(ctx context.Context, db DBTX, tenantID, id string) (approvalRo
 // the caller expires it (ExpireDue's path) and reports a conflict.
 const resolveDue ResolveResult = "due"
 
+// resolveVote is resolve's answer for a pending approval with a quorum
+// whose votes the caller has not counted: the caller casts the vote
+// (castVote) and, for a deny or the vote that reaches the quorum, resolves
+// again with quorumMet.
+const resolveVote ResolveResult = "vote"
+
 // approvalResolution is what resolving an approval came to: applied (this
 // call changed the row); same (already resolved the same way, the stored
 // row with its original resolver and time); conflict (resolved
 // differently, expired or cancelled first, the stored row); resolveDue
-// (still pending but past expires_at, the stored row).
+// (still pending but past expires_at, the stored row); resolveVote (still
+// pending, with a quorum, the stored row).
 type approvalResolution struct {
 	result ResolveResult
 	row    approvalRow
@@ -259,10 +281,11 @@ type approvalResolution struct {
 
 // queueApprovalsResolve queues a resolution under the pending guard on b, with the
 // re-read a refused update answers from after it, in the same round trip;
-// the outcome is in out once the batch is read. No such approval in the
-// tenant is ErrNotFound.
-func queueApprovalsResolve(b *pgx.Batch, tenantID, id, resolver string, res engine.ApprovalResolutionType, reason, seenHash string, now time.Time, out *approvalResolution) {
-	b.Queue(approvalResolveIfPending, id, tenantID, string(res.Status()), string(res), now, resolver, reason, seenHash).QueryRow(func(row pgx.Row) error {
+// the outcome is in out once the batch is read. quorumMet lets the update
+// resolve an approval with a quorum (the caller counted the votes). No
+// such approval in the tenant is ErrNotFound.
+func queueApprovalsResolve(b *pgx.Batch, tenantID, id, resolver string, res engine.ApprovalResolutionType, reason, seenHash string, quorumMet bool, now time.Time, out *approvalResolution) {
+	b.Queue(approvalResolveIfPending, id, tenantID, string(res.Status()), string(res), now, resolver, reason, seenHash, quorumMet).QueryRow(func(row pgx.Row) error {
 		a, err := scanApproval(row)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -286,6 +309,8 @@ func queueApprovalsResolve(b *pgx.Batch, tenantID, id, resolver string, res engi
 		switch {
 		case stored.Status == engine.ApprovalPending && seenHash != "" && stored.NormalizedArgumentsHash != seenHash:
 			*out = approvalResolution{result: ResolveStale, row: stored}
+		case stored.Status == engine.ApprovalPending && stored.Quorum > 1 && !quorumMet && now.Before(stored.ExpiresAt):
+			*out = approvalResolution{result: resolveVote, row: stored}
 		case stored.Status == engine.ApprovalPending:
 			*out = approvalResolution{result: resolveDue, row: stored}
 		case stored.Resolution == res:
@@ -353,6 +378,16 @@ func approvalsListPending(ctx context.Context, db DBTX, tenantID string, f Appro
 		string(f.Risk), f.Since, f.Until, -int(c.Rank), c.At, c.ID, limit, f.Tool)
 	if err != nil {
 		return nil, err
+	}
+	return collectApprovals(rows)
+}
+
+// approvalsListAllPending reads up to limit pending approvals of every
+// tenant, oldest first.
+func approvalsListAllPending(ctx context.Context, db DBTX, limit int) ([]approvalRow, error) {
+	rows, err := db.Query(ctx, approvalListAllPending, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list pending approvals: %w", err)
 	}
 	return collectApprovals(rows)
 }

@@ -33,7 +33,7 @@ func (e *InvalidError) Is(target error) bool {
 	return target == ErrInvalid
 }
 
-// ResolveResult distinguishes the three outcomes of a resolution.
+// ResolveResult distinguishes the outcomes of a resolution.
 type ResolveResult string
 
 const (
@@ -43,6 +43,9 @@ const (
 	// ResolveStale: still pending, but its arguments are not the ones the
 	// resolver saw (ResolveApprovalSeen); nothing changed: 409.
 	ResolveStale ResolveResult = "stale"
+	// ResolveVoted: an approve vote recorded on an approval whose quorum
+	// it did not reach; still pending: 200.
+	ResolveVoted ResolveResult = "voted"
 )
 
 // ResolveOutcome is the result of ResolveApproval: the stored approval and

@@ -16,7 +16,7 @@ import (
 // of the table it is about, next to the functions (table + verb, over a
 // DBTX, or queued on a *pgx.Batch) that run it.
 var tableFiles = []string{
-	"runs.go", "invocations.go", "approvals.go", "events.go",
+	"runs.go", "invocations.go", "approvals.go", "approval_votes.go", "events.go",
 	"console_sessions.go", "login_throttle.go", "policy_profiles.go", "notifications.go",
 	"push_subscriptions.go", "push_vapid_keys.go",
 }

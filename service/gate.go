@@ -421,6 +421,7 @@ func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run a
 	expires := engine.ApprovalExpiry(a.Risk, now, run.Deadline, rs.Profile().Expiry).Truncate(time.Microsecond)
 	var approval approvalRow
 	pending := s.approvalFor(run, inv, row, approvalID, expires)
+	pending.Quorum = rs.Quorum(a.Risk)
 	queueApprovalsInsert(b, pending, &approval)
 	s.queueStep(b, stepApproval)
 

@@ -66,7 +66,7 @@ func (s *Service) QueueChangesSince(ctx context.Context, p engine.Principal, cur
 }
 
 // changedApprovalIDs lists, once each and in order, the approvals that the
-// events requested or resolved.
+// events requested, voted on or resolved.
 func changedApprovalIDs(evs []api.Event) []string {
 	seen := map[string]bool{}
 	var ids []string
@@ -76,6 +76,8 @@ func changedApprovalIDs(evs []api.Event) []string {
 		case api.ApprovalRequestedPayload:
 			id = p.ApprovalID
 		case api.ApprovalResolvedPayload:
+			id = p.ApprovalID
+		case api.ApprovalVotedPayload:
 			id = p.ApprovalID
 		}
 		if id == "" || seen[id] {

@@ -36,6 +36,10 @@ const MaxReasonLength = 2000
 //     (the resolver rule cannot be checked; deny is still accepted);
 //   - ErrInvalid: approve_for_task (no task grants in 0.1) or an unknown
 //     resolution.
+//
+// An approval whose quorum is above one (the profile's approvals.quorum)
+// collects votes first (castVote): ResolveVoted while the approve votes
+// are below the quorum; each principal's vote counts once.
 func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id string, resolution engine.ApprovalResolutionType, reason string) (ResolveOutcome, error) {
 	return s.resolveApproval(ctx, p, id, "", resolution, reason)
 }
@@ -77,15 +81,27 @@ func (s *Service) resolveApproval(ctx context.Context, p engine.Principal, id, s
 			return err
 		}
 		// The guarded update, and the invocation settle needs, in one
-		// round trip.
+		// round trip. An approval with a quorum refuses it until the
+		// votes are counted (resolveVote); then it runs once more.
 		var resolved approvalResolution
 		var inv invocationRow
 		var found bool
-		b := &pgx.Batch{}
-		queueApprovalsResolve(b, p.TenantID, id, p.ID, resolution, reason, seenHash, now, &resolved)
-		queueInvocationsGetForApproval(b, id, &inv, &found)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
+		for quorumMet := false; ; quorumMet = true {
+			resolved = approvalResolution{}
+			b := &pgx.Batch{}
+			queueApprovalsResolve(b, p.TenantID, id, p.ID, resolution, reason, seenHash, quorumMet, now, &resolved)
+			queueInvocationsGetForApproval(b, id, &inv, &found)
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return err
+			}
+			if resolved.result != resolveVote {
+				break
+			}
+			voted, done, err := s.castVote(ctx, tx, p, resolved.row, resolution, reason, now)
+			if err != nil || done {
+				out = voted
+				return err
+			}
 		}
 		result, a := resolved.result, resolved.row
 		if result == resolveDue {
@@ -110,6 +126,48 @@ func (s *Service) resolveApproval(ctx context.Context, p engine.Principal, id, s
 		return ResolveOutcome{}, fmt.Errorf("service: resolve approval: %w", err)
 	}
 	return out, nil
+}
+
+// castVote casts p's vote on a, a pending approval whose quorum is above
+// one, under the run lock resolveApproval holds, so the votes on one
+// approval are cast and counted one at a time. done is true when the vote
+// is the whole answer:
+//   - ResolveSame: p voted the same way before; the vote counts once and
+//     nothing changes (gate 9, per vote);
+//   - ResolveConflict: p voted differently before; nothing changes;
+//   - ResolveVoted: an approve vote below the quorum; the approval stays
+//     pending and approval.voted is written.
+//
+// Otherwise (a deny, or the approve vote that reaches the quorum) the
+// guarded update decides as for any resolution, and writes the one
+// approval.resolved.
+func (s *Service) castVote(ctx context.Context, tx pgx.Tx, p engine.Principal, a approvalRow, resolution engine.ApprovalResolutionType, reason string, now time.Time) (ResolveOutcome, bool, error) {
+	v, err := approvalVotesCast(ctx, tx, a.ID, p.ID, resolution, reason, now)
+	switch {
+	case err != nil:
+		return ResolveOutcome{}, false, err
+	case !v.inserted && v.resolution == resolution:
+		return ResolveOutcome{Result: ResolveSame, Approval: a.Approval}, true, nil
+	case !v.inserted:
+		return ResolveOutcome{Result: ResolveConflict, Approval: a.Approval}, true, nil
+	case resolution == engine.ResolutionDeny || v.approvals >= a.Quorum:
+		return ResolveOutcome{}, false, nil
+	}
+	b := &pgx.Batch{}
+	if err := queueEvent(b, a.TenantID, a.RunID, now, api.ApprovalVotedPayload{
+		ApprovalID: a.ID, InvocationID: a.ToolInvocationID, ToolName: a.ToolName, Risk: a.Risk,
+		VotedBy: p.ID, Approvals: v.approvals, Quorum: a.Quorum,
+	}); err != nil {
+		return ResolveOutcome{}, false, err
+	}
+	queueNotify(b, a.TenantID)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return ResolveOutcome{}, false, fmt.Errorf("record vote: %w", err)
+	}
+	if a, err = approvalsGet(ctx, tx, a.TenantID, a.ID); err != nil {
+		return ResolveOutcome{}, false, err
+	}
+	return ResolveOutcome{Result: ResolveVoted, Approval: a.Approval}, true, nil
 }
 
 // checkResolver applies the run profile's distinct-resolver rule: a

@@ -42,9 +42,19 @@ const testPrincipals = `principals:
 // approval id.
 func parkedApproval(t *testing.T, dbURL string) string {
 	t.Helper()
+	return parkedApprovalUnder(t, dbURL, rules.Options{}, "", engine.ActionRequest{
+		ActionID: uuid.NewString(), Kind: engine.ActionToolCall, Name: "demo.external_write", Summary: "write a record",
+		StepNumber: 1, Arguments: map[string]any{"record": "r1", "field": "f", "value": "v"}, OriginTrust: engine.TrustUser,
+	})
+}
+
+// parkedApprovalUnder parks action in a run of alice's under profile of
+// the set opts loads and returns the approval id.
+func parkedApprovalUnder(t *testing.T, dbURL string, opts rules.Options, profile string, action engine.ActionRequest) string {
+	t.Helper()
 	ctx := context.Background()
 	pool := testdb.Pool(t, dbURL)
-	policy, err := rules.Load(rules.Options{})
+	policy, err := rules.Load(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +62,8 @@ func parkedApproval(t *testing.T, dbURL string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alice := engine.Principal{ID: "alice", TenantID: "acme", Scopes: []string{"run.read", "run.write", "demo.write"}}
-	run, err := svc.SubmitRun(ctx, alice, api.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1"})
+	alice := engine.Principal{ID: "alice", TenantID: "acme", Scopes: []string{"run.read", "run.write", "demo.write"}, AnyPolicyProfile: true}
+	run, err := svc.SubmitRun(ctx, alice, api.SubmitRunInput{SessionID: uuid.NewString(), AgentID: "a", AgentVersion: "1", PolicyProfile: profile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,10 +71,7 @@ func parkedApproval(t *testing.T, dbURL string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := svc.Propose(ctx, alice, run.ID, api.Lease{WorkerID: "w", FencingToken: run.FencingToken}, engine.ActionRequest{
-		ActionID: uuid.NewString(), Kind: engine.ActionToolCall, Name: "demo.external_write", Summary: "write a record",
-		StepNumber: 1, Arguments: map[string]any{"record": "r1", "field": "f", "value": "v"}, OriginTrust: engine.TrustUser,
-	})
+	res, err := svc.Propose(ctx, alice, run.ID, api.Lease{WorkerID: "w", FencingToken: run.FencingToken}, action)
 	if err != nil || res.ApprovalID == "" {
 		t.Fatalf("park: %+v %v", res, err)
 	}

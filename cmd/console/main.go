@@ -20,6 +20,10 @@ commands:
   migrate up|status     database migrations
   policy version|check|eval
                         the loaded policy; eval dry-runs the gate on stdin
+  policy test [--policy-dir D] [--tools F] [-v] CASES_DIR
+                        run YAML policy cases; exit 1 when one fails
+  policy diff --from DIR --to DIR [--cases CASES_DIR] [--database-url URL] [--exit-code]
+                        what deploying the profiles of --to over --from changes
   approval --principal ID list|show ID|resolve ID approve_once|deny [--reason R]
   principal hash-password|new-token
   demo                  a demo agent that submits runs and proposes actions
@@ -54,7 +58,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "migrate":
 		return runMigrate(ctx, env, rest, stdout)
 	case "policy":
-		return runPolicy(env, rest, stdin, stdout)
+		return runPolicy(ctx, env, rest, stdin, stdout)
 	case "approval":
 		return runApproval(ctx, env, rest, stdout)
 	case "principal":

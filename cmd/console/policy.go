@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -17,11 +18,17 @@ import (
 // maxEvalInput bounds `policy eval`'s stdin like the API bounds a body.
 const maxEvalInput = 1 << 20
 
-// runPolicy is `console policy version|check|eval`: the loaded policy, read
+// runPolicy is `console policy version|check|eval|test|diff`: the loaded policy, read
 // from the same files and environment variables `serve` reads.
-func runPolicy(env envConfig, args []string, stdin io.Reader, stdout io.Writer) error {
+func runPolicy(ctx context.Context, env envConfig, args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: policy needs version, check or eval", errUsage)
+		return fmt.Errorf("%w: policy needs version, check, eval, test or diff", errUsage)
+	}
+	switch args[0] {
+	case "test":
+		return runPolicyTest(env, args[1:], stdout)
+	case "diff":
+		return runPolicyDiff(ctx, env, args[1:], stdout)
 	}
 	fs := flag.NewFlagSet("policy "+args[0], flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

@@ -19,17 +19,17 @@ func TestPolicyCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := runPolicy(loadEnvConfig(os.Getenv), []string{"version"}, nil, &out); err != nil || strings.TrimSpace(out.String()) != set.DefaultRuleset().PolicyVersion() {
+	if err := runPolicy(t.Context(), loadEnvConfig(os.Getenv), []string{"version"}, nil, &out); err != nil || strings.TrimSpace(out.String()) != set.DefaultRuleset().PolicyVersion() {
 		t.Fatalf("version: %v %q", err, out.String())
 	}
 	out.Reset()
-	if err := runPolicy(loadEnvConfig(os.Getenv), []string{"check"}, nil, &out); err != nil || !strings.HasSuffix(out.String(), "ok\n") {
+	if err := runPolicy(t.Context(), loadEnvConfig(os.Getenv), []string{"check"}, nil, &out); err != nil || !strings.HasSuffix(out.String(), "ok\n") {
 		t.Fatalf("check: %v %q", err, out.String())
 	}
 
 	eval := func(in string) (map[string]any, error) {
 		var buf bytes.Buffer
-		if err := runPolicy(loadEnvConfig(os.Getenv), []string{"eval"}, strings.NewReader(in), &buf); err != nil {
+		if err := runPolicy(t.Context(), loadEnvConfig(os.Getenv), []string{"eval"}, strings.NewReader(in), &buf); err != nil {
 			return nil, err
 		}
 		var m map[string]any
@@ -59,7 +59,7 @@ func TestPolicyCommands(t *testing.T) {
 			t.Errorf("accepted %.60q", bad)
 		}
 	}
-	if err := runPolicy(loadEnvConfig(os.Getenv), []string{"version", "--profile", "nope"}, nil, &out); err == nil {
+	if err := runPolicy(t.Context(), loadEnvConfig(os.Getenv), []string{"version", "--profile", "nope"}, nil, &out); err == nil {
 		t.Fatal("unknown profile accepted")
 	}
 }

@@ -156,6 +156,48 @@ func TestCardTemplateConflict(t *testing.T) {
 	}
 }
 
+// TestCardTemplateQuorum: a card of an action that needs two approvers
+// counts the approvals and names who gave them, tells the voter their
+// vote is counted or why it is not, and keeps the buttons while pending.
+func TestCardTemplateQuorum(t *testing.T) {
+	t.Parallel()
+	a := sampleApproval()
+	a.Risk, a.Quorum = engine.RiskCritical, 2
+	quorum := func(a api.Approval, result service.ResolveResult) (string, string, []byte) {
+		doc := render(t, templates.CardView(cardView(a, viewer, fixedNow, result)))
+		q, out := byTestID(t, doc, "quorum"), byTestID(t, doc, "outcome")
+		qt, ot := "", ""
+		if len(q) == 1 {
+			qt = text(q[0])
+		}
+		if len(out) == 1 {
+			ot = text(out[0])
+		}
+		return qt, ot, doc
+	}
+	if q, out, _ := quorum(a, ""); q != "Needs 2 approvals from different people" || out != "" {
+		t.Fatalf("no votes: %q %q", q, out)
+	}
+	a.Votes = []api.ApprovalVote{{PrincipalID: "alice", Resolution: engine.ResolutionApproveOnce, VotedAt: fixedNow}}
+	q, out, doc := quorum(a, service.ResolveVoted)
+	if q != "1 of 2 approvals, by alice" || out != "Your approval is counted; it waits for more approvers" || len(byTestID(t, doc, "resolve-form")) != 1 {
+		t.Fatalf("one vote: %q %q", q, out)
+	}
+	if _, out, _ := quorum(a, service.ResolveConflict); out != "Not counted: you already voted approve once" {
+		t.Fatalf("a changed vote: %q", out)
+	}
+	at := fixedNow
+	a.Votes = append(a.Votes, api.ApprovalVote{PrincipalID: "bob", Resolution: engine.ResolutionApproveOnce, VotedAt: fixedNow})
+	a.Status, a.Resolution, a.ResolvedBy, a.ResolvedAt = engine.ApprovalApproved, engine.ResolutionApproveOnce, "bob", &at
+	if q, out, _ := quorum(a, ""); q != "2 of 2 approvals, by alice, bob" || out != "Approved by bob at 14:00 UTC" {
+		t.Fatalf("approved: %q %q", q, out)
+	}
+	a.Quorum = 1
+	if q, _, _ := quorum(a, ""); q != "" {
+		t.Fatalf("a quorum of one says %q", q)
+	}
+}
+
 func TestDetailTemplate(t *testing.T) {
 	t.Parallel()
 	a := sampleApproval()

@@ -196,6 +196,11 @@ func (cn *Console) batchOne(ctx context.Context, p engine.Principal, id, hash st
 		item.Outcome, item.Kind = staleOutcome, "warn"
 		return item, nil
 	}
+	if out.Approval.Status == engine.ApprovalPending {
+		// A vote toward a quorum: counted, or refused.
+		item.Outcome, item.Kind = voteOutcome(out.Approval, p, out.Result)
+		return item, nil
+	}
 	item.Outcome, item.Kind = outcome(out.Approval, p, out.Result)
 	item.Applied = out.Result == service.ResolveApplied
 	return item, nil

@@ -56,8 +56,10 @@ func cardView(a api.Approval, viewer engine.Principal, now time.Time, result ser
 		c.ResolvedAt = dateTime(*a.ResolvedAt)
 	}
 	triageCard(&c, a, viewer, now)
+	c.Quorum = quorumText(a)
 	if a.Status == engine.ApprovalPending {
 		c.ExpiresIn = expiresIn(a.ExpiresAt, now)
+		c.Outcome, c.OutcomeKind = voteOutcome(a, viewer, result)
 		return c
 	}
 	c.Outcome, c.OutcomeKind = outcome(a, viewer, result)
@@ -140,6 +142,41 @@ func outcome(a api.Approval, viewer engine.Principal, result service.ResolveResu
 		return "Already " + text, kind
 	}
 	return upperFirst(text), kind
+}
+
+// quorumText counts the approve votes of an approval that needs several
+// approvers: "1 of 2 approvals, by alice"; "" when one approval suffices.
+func quorumText(a api.Approval) string {
+	if a.Quorum <= 1 {
+		return ""
+	}
+	var by []string
+	for _, v := range a.Votes {
+		if v.Resolution.Status() == engine.ApprovalApproved {
+			by = append(by, v.PrincipalID)
+		}
+	}
+	if len(by) == 0 {
+		return fmt.Sprintf("Needs %d approvals from different people", a.Quorum)
+	}
+	return fmt.Sprintf("%d of %d approvals, by %s", len(by), a.Quorum, strings.Join(by, ", "))
+}
+
+// voteOutcome tells the voter what became of a vote that left the
+// approval pending: counted (once, however often it is cast), or refused
+// because they voted otherwise before.
+func voteOutcome(a api.Approval, viewer engine.Principal, result service.ResolveResult) (text, kind string) {
+	switch result {
+	case service.ResolveVoted, service.ResolveSame:
+		return "Your approval is counted; it waits for more approvers", "ok"
+	case service.ResolveConflict:
+		for _, v := range a.Votes {
+			if v.PrincipalID == viewer.ID {
+				return "Not counted: you already voted " + strings.ReplaceAll(string(v.Resolution), "_", " "), "warn"
+			}
+		}
+	}
+	return "", ""
 }
 
 // clock is a resolution time as a human reads it in a card.

@@ -207,6 +207,11 @@ type Card struct {
 	// resolvable by the viewer, and not critical.
 	Selectable bool
 	CardContent
+
+	// Quorum counts the approvals of an action that needs several
+	// approvers (issue 13): "1 of 2 approvals, by alice"; "" when one
+	// suffices.
+	Quorum string
 }
 
 // CardContent is what a reviewer decides from beyond the action itself
