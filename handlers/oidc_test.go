@@ -118,13 +118,14 @@ func (p *idp) lastAuthorize() url.Values {
 }
 
 // setupSSO is a bundle whose principals file signs in through p: full by
-// its subject, reader by a verified email, canceller by a group.
-func setupSSO(t *testing.T) (*bundle, *idp) {
+// its subject, reader by a verified email, canceller by a group. extra
+// adds lines to the oidc section.
+func setupSSO(t *testing.T, extra ...string) (*bundle, *idp) {
 	t.Helper()
 	p := startIDP(t)
 	b := setupWith(t, bundleOptions{
-		oidc: fmt.Sprintf("oidc:\n  issuer: %s\n  client_id: %s\n  client_secret_env: GATEHOUSE_TEST_OIDC_SECRET\n  scopes: [email, groups]\n",
-			p.m.Issuer(), p.m.ClientID),
+		oidc: fmt.Sprintf("oidc:\n  issuer: %s\n  client_id: %s\n  client_secret_env: GATEHOUSE_TEST_OIDC_SECRET\n  scopes: [email, groups]\n%s",
+			p.m.Issuer(), p.m.ClientID, strings.Join(extra, "")),
 		mapping: map[string]string{
 			"full":      "{subject: sub-full}",
 			"reader":    "{email: Reader@Example.com}",
@@ -228,6 +229,46 @@ func TestOIDCRefusesUnknownIdentity(t *testing.T) {
 		if page := b.get(hc, "/"); page.Status != http.StatusSeeOther {
 			t.Fatalf("%s: refused sign-in left a session: %d", u.sub, page.Status)
 		}
+	}
+}
+
+// With password sign-in turned off the sign-in page offers only the
+// provider, the form's endpoint is gone, and the step-up goes through the
+// provider too; a provider's refusal is shown, not followed.
+func TestOIDCWithPasswordLoginOff(t *testing.T) {
+	t.Parallel()
+	b, p := setupSSO(t, "  password_login: false\n")
+	hc := b.browser()
+	page := b.get(hc, "/login")
+	if strings.Contains(page.Body, `data-testid="login-password"`) || !strings.Contains(page.Body, `data-testid="login-sso"`) {
+		t.Fatalf("sign-in page with passwords off: %.500s", page.Body)
+	}
+	// The page has no form, so no form token: htmx's header stands in.
+	form := url.Values{"id": {b.id("full")}, "password": {testPassword}}
+	if r := b.postForm(hc, "/login", form, "HX-Request", "true"); r.Status != http.StatusNotFound {
+		t.Fatalf("password sign-in while off: %d, want 404", r.Status)
+	}
+
+	back := b.ssoStart(hc, "next=%2F")
+	u, _ := url.Parse(back)
+	q := u.Query()
+	q.Del("code")
+	q.Set("error", "access_denied")
+	if r := b.get(hc, u.Path+"?"+q.Encode()); r.Status != http.StatusUnauthorized || !strings.Contains(r.Body, "did not sign you in (access_denied)") {
+		t.Fatalf("provider's refusal: %d %.300s, want 401 quoting it", r.Status, r.Body)
+	}
+
+	if r := b.ssoSignIn(p, hc, person{sub: "sub-full"}, "next=%2F"); r.Status != http.StatusSeeOther {
+		t.Fatalf("sign in: %d %.300s", r.Status, r.Body)
+	}
+	b.clock.Advance(11 * time.Minute)
+	page = b.get(hc, "/reauth?next=%2F")
+	if strings.Contains(page.Body, `data-testid="step-up-password"`) || !strings.Contains(page.Body, `data-testid="step-up-sso"`) {
+		t.Fatalf("step-up page with passwords off: %.500s", page.Body)
+	}
+	form = url.Values{"_csrf": {b.formToken(b.get(hc, "/"))}, "next": {"/"}, "password": {testPassword}}
+	if r := b.postForm(hc, "/reauth", form); r.Status != http.StatusNotFound {
+		t.Fatalf("password step-up while off: %d, want 404", r.Status)
 	}
 }
 

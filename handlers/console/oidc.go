@@ -105,7 +105,8 @@ func (cn *Console) OIDCStart(c echo.Context) error {
 		Nonce:    randomToken(),
 		Verifier: oauth2.GenerateVerifier(),
 		Next:     safeNext(c.QueryParam("next")),
-		StepUp:   c.QueryParam("step_up") == "1",
+		// With the step-up off there is no window to ask the provider for.
+		StepUp: c.QueryParam("step_up") == "1" && cn.stepUpWindow > 0,
 	}
 	state := randomToken()
 	if err := cn.store.OIDCLoginStart(c.Request().Context(), state, login, cn.now()); err != nil {
