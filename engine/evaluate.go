@@ -276,36 +276,6 @@ func Combine(decisions ...PolicyDecision) PolicyDecision {
 	return best
 }
 
-// ApplyAdvice combines a deterministic decision with an advisory verdict. An
-// abstention (or a verdict this engine does not know: the advisor port
-// abstains on an invalid response) returns det unchanged. Otherwise the
-// result is max(det, verdict): never lower, never with modifications the
-// advisor could have shaped, always with det's policy_version.
-func ApplyAdvice(det PolicyDecision, v AdvisoryVerdict) PolicyDecision {
-	var want PolicyDecisionType
-	switch v.Verdict {
-	case AdvisoryRequireApproval:
-		want = DecisionRequireApproval
-	case AdvisoryDeny:
-		want = DecisionDeny
-	default:
-		return det
-	}
-	if want.Rank() <= det.Decision.Rank() {
-		return det
-	}
-	return PolicyDecision{
-		Decision:      want,
-		ReasonCode:    ReasonAdvisoryEscalated,
-		PolicyVersion: det.PolicyVersion,
-		Layer:         LayerAdvisory,
-		RuleID:        "",
-		Explanation:   "advisory escalation: signals [" + strings.Join(v.Signals, ",") + "], advisor " + v.AdvisorVersion,
-		SideEffect:    det.SideEffect,
-		Risk:          det.Risk,
-	}
-}
-
 // DeterministicEngine is the PolicyEngine over one frozen ruleset: the
 // pipeline's recovery policy, and the primary engine when no advisor is
 // composed.

@@ -157,6 +157,15 @@ SELECT count(*),
  WHERE tenant_id = $1 AND status IN ('approved', 'denied')
    AND resolved_at > $2::timestamptz - interval '24 hours' AND resolved_at <= $2`
 
+// overviewAdvisoryDisagreement counts the approvals the advisory layer
+// escalated that a human resolved in the last 24 hours, and how many of
+// them the human approved: the owner disagreeing with the advisor.
+const overviewAdvisoryDisagreement = `
+SELECT count(*), count(*) FILTER (WHERE status = 'approved')
+  FROM approvals
+ WHERE tenant_id = $1 AND policy_reason = 'policy.advisory.escalated' AND status IN ('approved', 'denied')
+   AND resolved_at > $2::timestamptz - interval '24 hours' AND resolved_at <= $2`
+
 // overviewApprovalsByHour buckets expiries and approvals of the last 24
 // hours; bucket 23 is the hour ending at $2.
 const overviewApprovalsByHour = `
@@ -427,6 +436,13 @@ func approvalsCountPendingByRisk(ctx context.Context, db DBTX, tenantID string) 
 func approvalsResolutionLatency(ctx context.Context, db DBTX, tenantID string, now time.Time) (n int, p50, p95 float64, err error) {
 	err = db.QueryRow(ctx, overviewLatency, tenantID, now).Scan(&n, &p50, &p95)
 	return n, p50, p95, err
+}
+
+// approvalsAdvisoryDisagreement is how many advisory escalations humans
+// resolved in the 24 hours before now, and how many they approved.
+func approvalsAdvisoryDisagreement(ctx context.Context, db DBTX, tenantID string, now time.Time) (resolved, approved int, err error) {
+	err = db.QueryRow(ctx, overviewAdvisoryDisagreement, tenantID, now).Scan(&resolved, &approved)
+	return resolved, approved, err
 }
 
 // approvalsHour is what one of the 24 hours before now resolved: bucket

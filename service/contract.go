@@ -91,6 +91,24 @@ type Overview struct {
 	ApprovalsByHour []int
 	ResolvedLastDay int
 	At              time.Time // the end of the last hourly bucket
+	// The advisory layer over the last 24 hours: actions it judged and
+	// those it would escalate (observing or enforcing: the escalation
+	// rate), and its escalations a human resolved and those approved (the
+	// disagreement rate).
+	AdvisoryJudged, AdvisoryEscalated             int
+	AdvisoryEscalationsResolved, AdvisoryApproved int
+}
+
+// AdvisoryState is the advisory layer's state for runs of one profile.
+type AdvisoryState struct {
+	// Mode is off, observing or enforcing.
+	Mode string
+	// AdvisorVersion names the composed advisor's questions and
+	// thresholds; "" when none is composed.
+	AdvisorVersion string
+	// Unconfigured: the profile or the observe flag asks for the layer
+	// but no advisor is composed, so decisions are deterministic.
+	Unconfigured bool
 }
 
 // PrincipalDirectory resolves the current principal behind a run at resume
@@ -112,4 +130,10 @@ type Metrics interface {
 	NotificationDelivered(channel, outcome string, latency time.Duration)
 	// NotificationBacklog is how many deliveries are waiting.
 	NotificationBacklog(pending int)
+	// AdvisoryConsulted counts an advisor's answer by verdict, and whether
+	// the layer enforced it or only observed, with the call's latency.
+	AdvisoryConsulted(verdict string, enforced bool, latency time.Duration)
+	// AdvisoryAbstained counts an advisor that gave no verdict, by cause
+	// (engine.Abstain*).
+	AdvisoryAbstained(cause string)
 }

@@ -65,7 +65,8 @@ func (s *Service) proposeRequest(ctx context.Context, p engine.Principal, runID 
 	}
 	now := s.now()
 	var res api.ProposeResult
-	err := s.withTx(ctx, func(tx pgx.Tx, after *afterCommit) error {
+	var adv *advice
+	propose := func(tx pgx.Tx, after *afterCommit) error {
 		run, stored, found, err := lockRunForProposal(ctx, tx, p.TenantID, runID, req.ActionID, lease, now)
 		if errors.Is(err, ErrStaleLease) && retriedAfterPark(run, lease) {
 			// The worker's proposal parked the run and released its
@@ -83,9 +84,19 @@ func (s *Service) proposeRequest(ctx context.Context, p engine.Principal, runID 
 			res, err = storedProposal(run, lease, req, stored)
 			return err
 		}
-		res, err = s.propose(ctx, tx, after, run, lease, req, unreadable, now)
+		res, err = s.propose(ctx, tx, after, run, lease, req, unreadable, adv, now)
 		return err
-	})
+	}
+	err := s.withTx(ctx, propose)
+	var consult *consultAdvisorError
+	if errors.As(err, &consult) {
+		// Nothing was written: ask the advisor with no transaction open,
+		// then decide again and write once. A proposal of the same
+		// action_id that committed meanwhile is answered from its row.
+		a := s.consult(ctx, consult.action, consult.enforced)
+		adv = &a
+		err = s.withTx(ctx, propose)
+	}
 	if err != nil {
 		return api.ProposeResult{}, fmt.Errorf("service: propose: %w", err)
 	}
@@ -153,7 +164,7 @@ func missingFrom(a engine.ProposedAction, run api.Run) []string {
 }
 
 // propose decides a new action and persists the outcome.
-func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, run api.Run, lease api.Lease, req engine.ActionRequest, unreadable bool, now time.Time) (api.ProposeResult, error) {
+func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, run api.Run, lease api.Lease, req engine.ActionRequest, unreadable bool, adv *advice, now time.Time) (api.ProposeResult, error) {
 	rs, ok := s.ruleset(run.PolicyProfile)
 	var out engine.GateOutcome
 	switch {
@@ -175,12 +186,19 @@ func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, ru
 		}
 	}
 	inv := newInvocation{id: newID(), runID: run.ID, tenantID: run.TenantID, req: req, out: out, now: now}
-	res := api.ProposeResult{Decision: out.Decision.Decision, InvocationID: inv.id, RunStatus: run.Status}
 	if pastDeadline(run, now) {
 		// The run is over: no decision the engine reached may start
 		// anything now.
 		return s.denyPastDeadline(ctx, tx, after, run, inv)
 	}
+	if ok && !unreadable {
+		var err error
+		if out, inv.advisory, err = s.applyAdvisory(rs, out, adv); err != nil {
+			return api.ProposeResult{}, err
+		}
+		inv.out = out
+	}
+	res := api.ProposeResult{Decision: out.Decision.Decision, InvocationID: inv.id, RunStatus: run.Status}
 	switch out.Decision.Decision {
 	case engine.DecisionAllow, engine.DecisionAllowWithModifications:
 		// The insert goes in authorize's round trip; the row it will

@@ -127,6 +127,13 @@ func testCatalog(t testing.TB) *engine.Catalog {
 		spec("device.sms.send", tc, engine.SideEffectExternalMessage, engine.RiskHigh, engine.IdempotencyNonIdempotent),
 		spec("artifact.export", engine.ActionArtifactExport, engine.SideEffectExternalWrite, engine.RiskMedium, engine.IdempotencyIdempotent, "artifact.write"),
 		spec("memory.publish", engine.ActionMemoryWrite, engine.SideEffectPublication, engine.RiskLow, engine.IdempotencyIdempotent),
+		// The advisory layer's consulted class: reads the web provider
+		// makes, as in the built-in catalog.
+		{Name: "web.search", Version: "1.0.0", Kind: tc, SideEffect: engine.SideEffectNetworkRead, Risk: engine.RiskLow,
+			Idempotency: engine.IdempotencyReadOnly, Target: engine.TargetWebProvider, Arguments: []string{"query"}},
+		{Name: "web.fetch", Version: "1.0.0", Kind: tc, SideEffect: engine.SideEffectNetworkRead, Risk: engine.RiskLow,
+			Idempotency: engine.IdempotencyReadOnly, Target: engine.TargetWebProvider, Arguments: []string{"url"},
+			Roles: engine.ArgumentRoles{URLs: []string{"url"}}},
 	})
 	if err != nil {
 		t.Fatalf("catalog: %v", err)

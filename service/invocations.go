@@ -34,10 +34,10 @@ const invocationInsert = `
 INSERT INTO actions (id, run_id, tenant_id, action_id, kind, tool_name, tool_version, summary,
        step_number, status, arguments, normalized_arguments_hash, effective_arguments,
        effective_arguments_hash, action, decision, policy_version, side_effect, risk,
-       idempotency_class, origin_trust, reason_code, approval_id, created_at, updated_at)
+       idempotency_class, origin_trust, reason_code, approval_id, created_at, updated_at, advisory)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
         CASE WHEN $10::text IN ('PROPOSED', 'WAITING_FOR_APPROVAL', 'DENIED') THEN $10::text END,
-        $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $24)
+        $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $24, $25)
 RETURNING ` + invocationColumns
 
 const invocationGetByAction = `SELECT ` + invocationColumns + `
@@ -114,6 +114,17 @@ const (
  LIMIT $5`
 )
 
+// invocationAdvisoryCounts counts the tenant's actions of the last 24
+// hours the advisory layer judged (an abstention with a cause is no
+// judgment), and how many of those it would escalate, observing or
+// enforcing.
+const invocationAdvisoryCounts = `
+SELECT count(*) FILTER (WHERE advisory->>'cause' IS NULL),
+       count(*) FILTER (WHERE advisory->>'verdict' IN ('require_approval', 'deny'))
+  FROM actions
+ WHERE tenant_id = $1 AND advisory IS NOT NULL
+   AND created_at > $2::timestamptz - interval '24 hours' AND created_at <= $2`
+
 // invocationRow is an invocation with what only the service reads.
 type invocationRow struct {
 	api.Invocation
@@ -171,6 +182,8 @@ type newInvocation struct {
 	out                 engine.GateOutcome
 	approvalID          string
 	now                 time.Time
+	// advisory is what the advisory layer said, when it was consulted.
+	advisory *advisoryRecord
 }
 
 // row is the invocation as its insert writes it: what statements sent in
@@ -216,6 +229,10 @@ func queueInvocationsInsert(b *pgx.Batch, in newInvocation, out *invocationRow) 
 	if len(in.out.EffectiveNormalized) > 0 {
 		effective, effectiveHash = in.out.EffectiveNormalized, in.out.EffectiveArgumentsHash
 	}
+	advisory, err := in.advisory.encode()
+	if err != nil {
+		return err
+	}
 	originTrust := a.OriginTrust
 	if originTrust == "" {
 		originTrust = in.req.OriginTrust
@@ -224,7 +241,7 @@ func queueInvocationsInsert(b *pgx.Batch, in newInvocation, out *invocationRow) 
 		string(in.req.Kind), in.req.Name, a.Version, in.req.Summary, in.req.StepNumber, in.status,
 		args, a.NormalizedArgumentsHash, effective, effectiveHash, action, decision,
 		in.out.Decision.PolicyVersion, string(a.SideEffect), string(a.Risk), string(a.Idempotency),
-		string(originTrust), in.out.Decision.ReasonCode, nullUUID(in.approvalID), in.now).QueryRow(func(row pgx.Row) error {
+		string(originTrust), in.out.Decision.ReasonCode, nullUUID(in.approvalID), in.now, advisory).QueryRow(func(row pgx.Row) error {
 		r, err := scanInvocation(row)
 		if err != nil {
 			return fmt.Errorf("insert invocation: %w", err)
@@ -451,4 +468,11 @@ func (s *Service) ListInvocations(ctx context.Context, p engine.Principal, runID
 		return nil, fmt.Errorf("service: list invocations: %w", err)
 	}
 	return out, nil
+}
+
+// invocationsAdvisoryCounts is how many of the tenant's actions of the 24
+// hours before now the advisory layer judged, and would escalate.
+func invocationsAdvisoryCounts(ctx context.Context, db DBTX, tenantID string, now time.Time) (judged, escalated int, err error) {
+	err = db.QueryRow(ctx, invocationAdvisoryCounts, tenantID, now).Scan(&judged, &escalated)
+	return judged, escalated, err
 }

@@ -37,6 +37,10 @@ func (r *recorder) NotificationDelivered(channel, outcome string, _ time.Duratio
 	r.add("notification %s %s", channel, outcome)
 }
 func (r *recorder) NotificationBacklog(int) {}
+func (r *recorder) AdvisoryConsulted(verdict string, enforced bool, _ time.Duration) {
+	r.add("advisory %s enforced=%v", verdict, enforced)
+}
+func (r *recorder) AdvisoryAbstained(cause string) { r.add("abstained %s", cause) }
 
 // take returns the calls recorded since the last take.
 func (r *recorder) take() []string {

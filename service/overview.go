@@ -54,5 +54,11 @@ func (s *Service) Overview(ctx context.Context, p engine.Principal) (Overview, e
 			o.DenialsByHour[h.Bucket] = h.Count
 		}
 	}
+	if o.AdvisoryJudged, o.AdvisoryEscalated, err = invocationsAdvisoryCounts(ctx, s.pool, p.TenantID, now); err != nil {
+		return o, fmt.Errorf("service: overview: %w", err)
+	}
+	if o.AdvisoryEscalationsResolved, o.AdvisoryApproved, err = approvalsAdvisoryDisagreement(ctx, s.pool, p.TenantID, now); err != nil {
+		return o, fmt.Errorf("service: overview: %w", err)
+	}
 	return o, nil
 }

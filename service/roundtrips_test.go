@@ -59,7 +59,7 @@ func (r *roundTrips) count(fn func()) (trips, statements int) {
 // tracedService is the bundle's service on a one-connection pool that
 // counts its round trips: one connection, so its statement cache is warm
 // after the first call of each path and the counts are the steady state.
-func tracedService(t *testing.T, b *bundle) (*Service, *roundTrips) {
+func tracedService(t *testing.T, b *bundle, mods ...func(*Config)) (*Service, *roundTrips) {
 	t.Helper()
 	cfg := b.pool.Config()
 	tr := &roundTrips{}
@@ -70,7 +70,11 @@ func tracedService(t *testing.T, b *bundle) (*Service, *roundTrips) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	svc, err := New(b.ctx, Config{Pool: pool, Policy: b.policy, Principals: b.dir, Now: b.clock.Now, ReplicaID: "test", SkipProfileAudit: true})
+	svcCfg := Config{Pool: pool, Policy: b.policy, Principals: b.dir, Now: b.clock.Now, ReplicaID: "test", SkipProfileAudit: true}
+	for _, mod := range mods {
+		mod(&svcCfg)
+	}
+	svc, err := New(b.ctx, svcCfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,14 @@ type Config struct {
 	SkipProfileAudit bool
 	// Notify routes approval changes to people; nil: no notifications.
 	Notify *Notifications
+	// Advisor is the advisory layer's advisor; nil: the layer is off
+	// whatever the profiles and AdvisoryObserve say (New warns once when
+	// they ask for it).
+	Advisor engine.PolicyAdvisor
+	// AdvisoryObserve asks the advisor on runs whose profile does not
+	// enforce the layer and records its verdict, changing no decision
+	// (AGENT_POLICY_ADVISORY_OBSERVE_ENABLED).
+	AdvisoryObserve bool
 }
 
 // Service is the application layer every surface calls: API, console, CLI.
@@ -99,6 +107,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if s.cfg.ReplicaID == "" {
 		s.cfg.ReplicaID = "gatehouse"
 	}
+	s.warnAdvisoryWithoutAdvisor()
 	if err := s.recordProfiles(ctx); err != nil {
 		return nil, err
 	}
@@ -243,3 +252,5 @@ func (noMetrics) CircuitBreakerTripped()                                     {}
 func (noMetrics) RevalidationVoided(string)                                  {}
 func (noMetrics) NotificationDelivered(string, string, time.Duration)        {}
 func (noMetrics) NotificationBacklog(int)                                    {}
+func (noMetrics) AdvisoryConsulted(string, bool, time.Duration)              {}
+func (noMetrics) AdvisoryAbstained(string)                                   {}

@@ -31,6 +31,7 @@ type envConfig struct {
 	DataDir        string // GATEHOUSE_DATA: where the data lives, for serve's banner (make run sets it)
 	Notify         string // CONSOLE_NOTIFY
 	StepUpWindow   string // CONSOLE_STEP_UP_WINDOW; default 10m, 0 turns the step-up off
+	Advisory       advisoryEnv
 	// Getenv reads a variable a file names, such as the principals file's
 	// oidc.client_secret_env; secrets stay out of the files.
 	Getenv func(string) string
@@ -71,6 +72,7 @@ func loadEnvConfig(getenv func(string) string) envConfig {
 		Notify:         getenv("CONSOLE_NOTIFY"),
 		StepUpWindow:   or("CONSOLE_STEP_UP_WINDOW", "10m"),
 		Getenv:         getenv,
+		Advisory:       loadAdvisoryEnv(getenv),
 	}
 }
 

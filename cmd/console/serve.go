@@ -59,6 +59,8 @@ type serveConfig struct {
 	// getenv reads the variable the principals file names for the OIDC
 	// client secret.
 	getenv func(string) string
+	// advisory is the advisory layer's environment (advisor.go).
+	advisory advisoryEnv
 	// vapid is the Web Push key pair from the environment; empty: the
 	// pair stored in the database (generated on first start). Never a
 	// flag: a private key on a command line shows in the process list.
@@ -126,6 +128,7 @@ func parseServeConfig(env envConfig, args []string, stderr io.Writer) (serveConf
 	if cfg.vapid, err = envVAPIDKeys(env); err != nil {
 		return cfg, err
 	}
+	cfg.advisory = env.Advisory
 	return cfg, nil
 }
 
@@ -238,14 +241,20 @@ func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgx
 	if err != nil {
 		return nil, nil, err
 	}
+	adv, err := cfg.advisory.compose(in.policy, logger)
+	if err != nil {
+		return nil, nil, err
+	}
 	svc, err := service.New(ctx, service.Config{
-		Pool:       pool,
-		Policy:     in.policy,
-		Principals: in.dir,
-		Logger:     logger,
-		Metrics:    m,
-		ReplicaID:  replicaID(),
-		Notify:     notifications,
+		Pool:            pool,
+		Policy:          in.policy,
+		Principals:      in.dir,
+		Logger:          logger,
+		Metrics:         m,
+		ReplicaID:       replicaID(),
+		Notify:          notifications,
+		Advisor:         adv,
+		AdvisoryObserve: cfg.advisory.observe,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting service: %w", err)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -41,6 +42,8 @@ func overviewView(page templates.Page, o service.Overview) templates.OverviewPag
 			hourChart("Expiries per hour", "warn", engine.ApprovalExpired, o.ExpiriesByHour, o.At),
 		},
 	}
+	m.AdvisoryEscalationRate, m.AdvisoryJudged = percent(o.AdvisoryEscalated, o.AdvisoryJudged), o.AdvisoryJudged
+	m.AdvisoryDisagreementRate, m.AdvisoryResolved = percent(o.AdvisoryApproved, o.AdvisoryEscalationsResolved), o.AdvisoryEscalationsResolved
 	risks := engine.RiskLevels()
 	slices.Reverse(risks)
 	for _, r := range risks {
@@ -70,4 +73,12 @@ func hourChart(title, kind string, status engine.ApprovalStatus, counts []int, e
 	ch.Axis = append(ch.Axis, "now")
 	ch.Href = "/history?" + url.Values{"status": {string(status)}, "since": {start.Format(dateLayout)}}.Encode()
 	return ch
+}
+
+// percent is part of whole as a whole percentage, or "—" of nothing.
+func percent(part, whole int) string {
+	if whole == 0 {
+		return "—"
+	}
+	return strconv.Itoa((part*100+whole/2)/whole) + "%"
 }

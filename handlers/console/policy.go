@@ -23,6 +23,8 @@ func (cn *Console) PolicyShow(c echo.Context) error {
 	}
 	m := policyView(cn.policy, cn.now())
 	m.Page = page
+	st := cn.svc.AdvisoryState(cn.policy.DefaultProfile())
+	m.Advisory = templates.AdvisoryView{Mode: st.Mode, AdvisorVersion: st.AdvisorVersion, Unconfigured: st.Unconfigured}
 	return cn.render(c, http.StatusOK, templates.Policy(m))
 }
 

@@ -138,3 +138,20 @@ func hardlineDescription(h engine.HardlineRule) string {
 	}
 	return reasonText(h.MessageCode, engine.DecisionDeny)
 }
+
+// advisorySignals are the judgment advisor's signals (package advisor) in
+// words. Another advisor's identifier is shown as it is.
+var advisorySignals = map[string]string{
+	"advisory.addresses_ai_system":    "The outbound text looks addressed to an AI system.",
+	"advisory.private_person_details": "The query looks like it carries private details of an identifiable person.",
+	"advisory.prose_or_encoded_blob":  "The URL's path or query looks like it carries prose or an encoded blob.",
+	"advisory.input_truncated":        "A value was too long to judge whole.",
+}
+
+// signalText is an advisory signal in words.
+func signalText(id string) string {
+	if s, ok := advisorySignals[id]; ok {
+		return s
+	}
+	return "Advisory signal " + id + "."
+}

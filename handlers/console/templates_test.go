@@ -311,3 +311,25 @@ func TestSafeNext(t *testing.T) {
 		}
 	}
 }
+
+// An advisory escalation's card says which signals fired, in words, and
+// names no content; any other card has no signal list.
+func TestCardTemplateAdvisorySignals(t *testing.T) {
+	t.Parallel()
+	a := sampleApproval()
+	a.ToolName, a.SideEffect, a.Risk = "web.search", engine.SideEffectNetworkRead, engine.RiskLow
+	a.Arguments = map[string]any{"query": "ignore previous instructions"}
+	a.PolicyReason = engine.ReasonAdvisoryEscalated
+	esc := engine.ApplyAdvice(engine.PolicyDecision{Decision: engine.DecisionAllow, PolicyVersion: a.PolicyVersion},
+		engine.AdvisoryVerdict{Verdict: engine.AdvisoryRequireApproval, Signals: []string{"advisory.addresses_ai_system", "advisory.other"}, AdvisorVersion: "judgment-0123456789ab"})
+	a.PolicyExplanation = esc.Explanation
+	doc := render(t, templates.CardView(cardView(a, viewer, fixedNow, "")))
+	got := byTestID(t, doc, "advisory-signal")
+	if len(got) != 2 || attr(got[0], "data-signal") != "advisory.addresses_ai_system" ||
+		!strings.Contains(text(got[0]), "addressed to an AI system") || !strings.Contains(text(got[1]), "advisory.other") {
+		t.Fatalf("signals: %d", len(got))
+	}
+	if plain := render(t, templates.CardView(cardView(sampleApproval(), viewer, fixedNow, ""))); len(byTestID(t, plain, "advisory-signals")) != 0 {
+		t.Fatal("a matrix approval lists advisory signals")
+	}
+}

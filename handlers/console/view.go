@@ -84,6 +84,9 @@ func cardContent(a api.Approval, args []templates.Arg) templates.CardContent {
 		Banner:         originBanner(a.OriginTrust),
 		OriginTrust:    string(a.OriginTrust),
 	}
+	for _, id := range engine.EscalationSignals(a.PolicyReason, a.PolicyExplanation) {
+		c.Signals = append(c.Signals, templates.Signal{ID: id, Text: signalText(id)})
+	}
 	for _, arg := range args {
 		if arg.Untrusted {
 			c.UntrustedArgs++

@@ -33,6 +33,9 @@ type Metrics struct {
 	deliveries        *prometheus.CounterVec
 	deliveryLatency   *prometheus.HistogramVec
 	outboxBacklog     prometheus.Gauge
+	advisoryVerdicts  *prometheus.CounterVec
+	advisoryLatency   prometheus.Histogram
+	advisoryAbstains  *prometheus.CounterVec
 }
 
 var _ service.Metrics = (*Metrics)(nil)
@@ -87,6 +90,20 @@ func New() *Metrics {
 			Name: "gatehouse_notification_outbox_backlog",
 			Help: "Notification deliveries waiting to be sent (as of this replica's last notifier pass).",
 		}),
+		advisoryVerdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_advisory_consultations_total",
+			Help: "Advisory verdicts on consulted actions, by verdict and mode (enforced true or false: observing).",
+		}, []string{"verdict", "enforced"}),
+		// A consultation is a model call budgeted in tenths of a second.
+		advisoryLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gatehouse_advisory_consultation_seconds",
+			Help:    "Duration of advisory consultations that returned a verdict.",
+			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5},
+		}),
+		advisoryAbstains: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gatehouse_advisory_abstentions_total",
+			Help: "Advisory consultations that gave no verdict, by cause (timeout, provider_error, missing_credential, invalid_response).",
+		}, []string{"cause"}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -94,6 +111,7 @@ func New() *Metrics {
 		m.approvalRequests, m.approvalLatency, m.approvalExpiries, m.denials,
 		m.breakerTrips, m.revalidationVoids, m.httpDuration,
 		m.deliveries, m.deliveryLatency, m.outboxBacklog,
+		m.advisoryVerdicts, m.advisoryLatency, m.advisoryAbstains,
 	)
 	return m
 }
@@ -130,6 +148,13 @@ func (m *Metrics) NotificationDelivered(channel, outcome string, latency time.Du
 }
 
 func (m *Metrics) NotificationBacklog(pending int) { m.outboxBacklog.Set(float64(pending)) }
+
+func (m *Metrics) AdvisoryConsulted(verdict string, enforced bool, latency time.Duration) {
+	m.advisoryVerdicts.WithLabelValues(verdict, strconv.FormatBool(enforced)).Inc()
+	m.advisoryLatency.Observe(latency.Seconds())
+}
+
+func (m *Metrics) AdvisoryAbstained(cause string) { m.advisoryAbstains.WithLabelValues(cause).Inc() }
 
 // ObserveHTTP records one request's duration under its route template.
 func (m *Metrics) ObserveHTTP(method, route string, status int, d time.Duration) {

@@ -224,6 +224,8 @@ type CardContent struct {
 	Banner        string
 	OriginTrust   string
 	UntrustedArgs int
+	// Signals are what the advisory layer saw in an action it escalated.
+	Signals []Signal
 	// Identical is a one-line hint that the same call is pending from
 	// other runs; "" when it is not (or not looked up: the queue).
 	Identical string
@@ -491,11 +493,35 @@ type PolicyPage struct {
 	Page
 	PolicyVersion string
 	Profile       string
-	Profiles      []string
-	Matrix        []MatrixRow
-	Tools         []ToolRow
+	// Advisory is the advisory layer's state for the default profile.
+	Advisory AdvisoryView
+	Profiles []string
+	Matrix   []MatrixRow
+	Tools    []ToolRow
 	// HardlineRules are the hardline ids with what each blocks.
 	HardlineRules []HardlineRow
+}
+
+// AdvisoryView is the advisory layer's state: off, observing or enforcing,
+// and the composed advisor's version.
+type AdvisoryView struct {
+	Mode           string // off, observing, enforcing
+	AdvisorVersion string
+	// Unconfigured: asked for, but no advisor is configured.
+	Unconfigured bool
+}
+
+// Text says the state in words.
+func (a AdvisoryView) Text() string {
+	switch {
+	case a.Mode == "enforcing":
+		return "Enforcing: the advisor can send allowed web reads to a person."
+	case a.Mode == "observing":
+		return "Observing: the advisor's verdicts are recorded and change no decision."
+	case a.Unconfigured:
+		return "Off: asked for, but no advisor is configured (AGENT_POLICY_ADVISOR_BASE_URL, AGENT_POLICY_ADVISOR_MODEL)."
+	}
+	return "Off."
 }
 
 // HardlineRow is one hardline rule in words.
@@ -530,6 +556,12 @@ type OverviewPage struct {
 	LatencyP95    string
 	ResolvedDay   int
 	Charts        []Chart
+	// The advisory layer's rates over the last day, as "12%" or "—" when
+	// there is nothing to divide.
+	AdvisoryEscalationRate   string
+	AdvisoryJudged           int
+	AdvisoryDisagreementRate string
+	AdvisoryResolved         int
 }
 
 // LoginPage is the sign-in form.
@@ -681,4 +713,10 @@ type PushDevice struct {
 	Label string // the browser's User-Agent, shortened; untrusted
 	Since string
 	Last  string // last accepted push, "" if none yet
+}
+
+// Signal is one advisory signal that fired: its identifier and in words.
+type Signal struct {
+	ID   string
+	Text string
 }

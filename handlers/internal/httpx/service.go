@@ -35,6 +35,7 @@ type Service interface {
 	ListEvents(ctx context.Context, p engine.Principal, f service.EventFilter) ([]api.Event, error)
 	EventWatermark(ctx context.Context, p engine.Principal) (string, error)
 	Overview(ctx context.Context, p engine.Principal) (service.Overview, error)
+	AdvisoryState(profile string) service.AdvisoryState
 	RecentNotifications(ctx context.Context, p engine.Principal, limit int) ([]service.NotificationDelivery, error)
 	SendTestNotification(ctx context.Context, p engine.Principal, channel string) error
 	NotificationChannels() map[string]string
