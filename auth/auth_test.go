@@ -401,3 +401,63 @@ func TestExamplePrincipalsSeparateAgentFromApprovers(t *testing.T) {
 		t.Fatalf("%d agents and %d approvers, want both", agents, approvers)
 	}
 }
+
+// The oidc section and the principals' mappings are validated at start;
+// an identity maps by subject, then verified email, then groups, and
+// groups leading to two principals map to none.
+func TestOIDCSectionAndMapping(t *testing.T) {
+	t.Parallel()
+	const head = "oidc:\n  issuer: https://idp.example.com/realms/acme\n  client_id: gatehouse\n"
+	bad := map[string]struct{ body, want string }{
+		"http issuer":     {"oidc:\n  issuer: http://idp.example.com\n  client_id: g\nprincipals:\n  - {id: a, tenant_id: t, oidc: {subject: s}}\n", "must be https"},
+		"no client":       {"oidc:\n  issuer: https://idp.example.com\nprincipals:\n  - {id: a, tenant_id: t, oidc: {subject: s}}\n", "client_id is required"},
+		"bad secret env":  {head + "  client_secret_env: \"1 x\"\nprincipals:\n  - {id: a, tenant_id: t, oidc: {subject: s}}\n", "client_secret_env"},
+		"openid scope":    {head + "  scopes: [openid]\nprincipals:\n  - {id: a, tenant_id: t, oidc: {subject: s}}\n", "openid"},
+		"unknown key":     {head + "  tenant: x\nprincipals:\n  - {id: a, tenant_id: t, oidc: {subject: s}}\n", "tenant"},
+		"no section":      {"principals:\n  - {id: a, tenant_id: t, oidc: {subject: s}}\n", "no oidc section"},
+		"nobody mapped":   {head + "principals:\n  - {id: a, tenant_id: t}\n", "no principal maps"},
+		"empty mapping":   {head + "principals:\n  - {id: a, tenant_id: t, oidc: {}}\n", "name a subject"},
+		"subject twice":   {head + "principals:\n  - {id: a, tenant_id: t, oidc: {subject: s}}\n  - {id: b, tenant_id: t, oidc: {subject: s}}\n", "already maps"},
+		"email twice":     {head + "principals:\n  - {id: a, tenant_id: t, oidc: {email: A@x.io}}\n  - {id: b, tenant_id: t, oidc: {email: a@X.io}}\n", "already maps"},
+		"group twice":     {head + "principals:\n  - {id: a, tenant_id: t, oidc: {groups: [g]}}\n  - {id: b, tenant_id: t, oidc: {groups: [g]}}\n", "already maps"},
+		"not an email":    {head + "principals:\n  - {id: a, tenant_id: t, oidc: {email: nobody}}\n", "not an address"},
+		"redirect scheme": {head + "  redirect_url: ftp://x/cb\nprincipals:\n  - {id: a, tenant_id: t, oidc: {subject: s}}\n", "redirect_url"},
+	}
+	for name, c := range bad {
+		if _, err := Parse([]byte(c.body)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", name, err, c.want)
+		}
+	}
+
+	d, err := Parse([]byte(head + "  password_login: false\nprincipals:\n" +
+		"  - {id: alice, tenant_id: acme, oidc: {subject: s-alice, email: Alice@Acme.example}}\n" +
+		"  - {id: ops, tenant_id: acme, oidc: {groups: [ops]}}\n" +
+		"  - {id: sec, tenant_id: acme, oidc: {groups: [security]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := d.OIDC(); !ok || d.PasswordLogin() || o.GroupsClaim != "groups" || strings.Join(o.Scopes, " ") != "email profile" {
+		t.Fatalf("settings %+v, password login %v: want defaults and passwords off", o, d.PasswordLogin())
+	}
+	cases := []struct {
+		id   Identity
+		want string
+		err  error
+	}{
+		{Identity{Subject: "s-alice", Groups: []string{"ops"}}, "alice", nil},
+		{Identity{Subject: "new", Email: "alice@acme.example", EmailVerified: true}, "alice", nil},
+		{Identity{Subject: "new", Email: "alice@acme.example"}, "", ErrNoPrincipal},
+		{Identity{Subject: "new", Groups: []string{"staff", "ops"}}, "ops", nil},
+		{Identity{Subject: "new", Groups: []string{"ops", "security"}}, "", ErrAmbiguous},
+		{Identity{Subject: "new"}, "", ErrNoPrincipal},
+	}
+	for _, c := range cases {
+		p, err := d.OIDCPrincipal(c.id)
+		if p.ID != c.want || !errors.Is(err, c.err) {
+			t.Errorf("%+v: %q %v, want %q %v", c.id, p.ID, err, c.want, c.err)
+		}
+	}
+	if dev := Dev(); !dev.PasswordLogin() {
+		t.Error("a directory without an oidc section turned passwords off")
+	}
+}

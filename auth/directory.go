@@ -27,6 +27,10 @@ type Directory struct {
 	byID   map[string]engine.Principal
 	pw     map[string]phc // principal id -> password hash; absent: no console login
 	tokens []tokenEntry
+	// oidc is the single sign-on section (nil: none); oidcIndex maps
+	// identities to principal ids.
+	oidc      *OIDC
+	oidcIndex oidcIndex
 	// slots bounds concurrent password verifications. Each one allocates
 	// the hash's memory (64 MiB for ours) and keeps a core busy, so parallel
 	// sign-ins beyond the cores only queue, and unbounded they exhaust memory.
@@ -39,9 +43,10 @@ var ErrBusy = errors.New("auth: every password verification slot is busy")
 
 func newDirectory() *Directory {
 	return &Directory{
-		byID:  map[string]engine.Principal{},
-		pw:    map[string]phc{},
-		slots: make(chan struct{}, runtime.NumCPU()),
+		byID:      map[string]engine.Principal{},
+		pw:        map[string]phc{},
+		oidcIndex: newOIDCIndex(),
+		slots:     make(chan struct{}, runtime.NumCPU()),
 	}
 }
 
@@ -62,6 +67,7 @@ var dummyPHC = phc{
 
 // File layout of principals.yaml.
 type fileDoc struct {
+	OIDC       *fileOIDC       `yaml:"oidc"`
 	Principals []filePrincipal `yaml:"principals"`
 }
 
@@ -76,6 +82,8 @@ type filePrincipal struct {
 	PolicyProfiles []string    `yaml:"policy_profiles"`
 	Password       string      `yaml:"password_argon2id"`
 	Tokens         []fileToken `yaml:"tokens"`
+	// OIDC maps single sign-on identities to this principal.
+	OIDC *filePrincipalOIDC `yaml:"oidc"`
 }
 
 type fileToken struct {
@@ -128,6 +136,10 @@ func Parse(data []byte) (*Directory, error) {
 	}
 
 	d := newDirectory()
+	var err error
+	if d.oidc, err = parseOIDC(doc.OIDC); err != nil {
+		return nil, err
+	}
 	seenToken := map[[sha256.Size]byte]string{}
 	for i, fp := range doc.Principals {
 		if err := d.add(fp, seenToken); err != nil {
@@ -136,6 +148,12 @@ func Parse(data []byte) (*Directory, error) {
 	}
 	if len(d.byID) == 0 {
 		return nil, errors.New("no principals")
+	}
+	switch {
+	case d.oidc == nil && !d.oidcIndex.empty():
+		return nil, errors.New("principals map oidc identities but the file has no oidc section")
+	case d.oidc != nil && d.oidcIndex.empty():
+		return nil, errors.New("the oidc section is set but no principal maps an oidc subject, email or group")
 	}
 	return d, nil
 }
@@ -169,6 +187,9 @@ func (d *Directory) add(fp filePrincipal, seenToken map[[sha256.Size]byte]string
 			return fmt.Errorf("password_argon2id: %w", err)
 		}
 		d.pw[fp.ID] = p
+	}
+	if err := d.oidcIndex.add(fp.ID, fp.OIDC); err != nil {
+		return err
 	}
 	for _, t := range fp.Tokens {
 		raw, err := hex.DecodeString(t.SHA256)
@@ -243,7 +264,7 @@ func (d *Directory) WithToken(principalID, token string) (*Directory, error) {
 	if _, ok := d.byID[principalID]; !ok {
 		return nil, fmt.Errorf("auth: unknown principal %q", principalID)
 	}
-	cp := &Directory{byID: d.byID, pw: d.pw, tokens: slices.Clone(d.tokens), slots: d.slots}
+	cp := &Directory{byID: d.byID, pw: d.pw, tokens: slices.Clone(d.tokens), oidc: d.oidc, oidcIndex: d.oidcIndex, slots: d.slots}
 	cp.tokens = append(cp.tokens, tokenEntry{sum: sha256.Sum256([]byte(token)), principalID: principalID})
 	return cp, nil
 }
@@ -328,4 +349,11 @@ func (d *Directory) Principals() []engine.Principal {
 		out = append(out, p)
 	}
 	return out
+}
+
+// HasPassword reports whether the principal has a console password (and
+// can re-enter it for a step-up).
+func (d *Directory) HasPassword(id string) bool {
+	_, ok := d.pw[id]
+	return ok
 }

@@ -22,6 +22,7 @@ import (
 	"gatehouse/api"
 	"gatehouse/auth"
 	"gatehouse/engine"
+	"gatehouse/handlers/console"
 	"gatehouse/internal/metrics"
 	"gatehouse/internal/testdb"
 	"gatehouse/rules"
@@ -74,6 +75,23 @@ const testPeerHeader = "X-Test-Peer"
 // setup starts a bundle; adjust edits the login throttle (zero: the default).
 func setup(t *testing.T, adjust ...func(*service.LoginThrottle)) *bundle {
 	t.Helper()
+	return setupWith(t, bundleOptions{adjust: adjust})
+}
+
+// bundleOptions shape a bundle beyond the defaults.
+type bundleOptions struct {
+	adjust []func(*service.LoginThrottle)
+	// oidc is the principals file's oidc section (YAML lines, indented
+	// for the top level) and each principal's mapping by name; sso builds
+	// the console's relying party once the bundle's address is known.
+	oidc    string
+	mapping map[string]string
+	sso     func(b *bundle, dir *auth.Directory) *console.OIDC
+}
+
+// setupWith starts a bundle shaped by o.
+func setupWith(t *testing.T, o bundleOptions) *bundle {
+	t.Helper()
 	hash, err := passwordHash()
 	if err != nil {
 		t.Fatal(err)
@@ -83,10 +101,15 @@ func setup(t *testing.T, adjust ...func(*service.LoginThrottle)) *bundle {
 	b.ip = "10.9." + fmt.Sprint(randByte(t)) + "." + fmt.Sprint(randByte(t))
 	tenant := "t-" + b.suffix
 	var yml strings.Builder
+	yml.WriteString(o.oidc)
 	yml.WriteString("principals:\n")
 	for _, p := range bundlePrincipals {
-		fmt.Fprintf(&yml, "  - {id: %s, tenant_id: %s, scopes: [%s], password_argon2id: %q}\n",
-			b.id(p.name), tenant, strings.Join(p.scopes, ", "), hash)
+		mapping := ""
+		if m := o.mapping[p.name]; m != "" {
+			mapping = ", oidc: " + m
+		}
+		fmt.Fprintf(&yml, "  - {id: %s, tenant_id: %s, scopes: [%s], password_argon2id: %q%s}\n",
+			b.id(p.name), tenant, strings.Join(p.scopes, ", "), hash, mapping)
 	}
 	dir, err := auth.Parse([]byte(yml.String()))
 	if err != nil {
@@ -102,7 +125,7 @@ func setup(t *testing.T, adjust ...func(*service.LoginThrottle)) *bundle {
 		t.Fatal(err)
 	}
 	var throttle service.LoginThrottle
-	for _, f := range adjust {
+	for _, f := range o.adjust {
 		f(&throttle)
 	}
 	sessions, err := service.NewConsoleSessions(pool, throttle)
@@ -121,6 +144,9 @@ func setup(t *testing.T, adjust ...func(*service.LoginThrottle)) *bundle {
 			}
 			return b.ip
 		},
+	}
+	if o.sso != nil {
+		cfg.OIDC = o.sso(b, dir)
 	}
 	if b.s, err = New(cfg); err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func (s *Server) consoleRoutes(e *echo.Echo) {
 	cn := console.New(console.Config{
 		Service: s.cfg.Service, Sessions: s.cfg.Sessions, Directory: s.cfg.Directory, Policy: s.cfg.Policy,
 		BaseURL: s.cfg.BaseURL, DevMode: s.cfg.DevMode, SessionKeys: s.cfg.SessionKeys, Now: s.now, Logger: s.log,
-		VAPIDPublicKey: s.cfg.VAPIDPublicKey,
+		VAPIDPublicKey: s.cfg.VAPIDPublicKey, OIDC: s.cfg.OIDC, StepUpWindow: s.cfg.StepUpWindow,
 	})
 
 	getHead := []string{http.MethodGet, http.MethodHead}
@@ -82,6 +82,10 @@ func (s *Server) consoleRoutes(e *echo.Echo) {
 	login := e.Group("", console.WithSecurityHeaders, cn.RefuseCrossOrigin, console.ReadForm, cn.LoginToken, console.RequireFormToken)
 	login.GET("/login", cn.LoginShow)
 	login.POST("/login", cn.LoginSubmit)
+	// Single sign-on: GET both ways, a link out and the provider's
+	// redirect back (a top-level navigation, so the Lax cookie comes along).
+	login.GET("/login/oidc", cn.OIDCStart)
+	login.GET(console.OIDCCallbackPath, cn.OIDCCallback)
 
 	pages := e.Group("", console.WithSecurityHeaders, cn.RefuseCrossOrigin, console.ReadForm, cn.RequireSession, console.RequireFormToken)
 	// Each page asks for the scope the API asks for the same data.
@@ -99,6 +103,10 @@ func (s *Server) consoleRoutes(e *echo.Echo) {
 	pages.GET("/notifications", cn.Notifications, console.RequireScope(scopeApprovalRead))
 	pages.POST("/notifications/test", cn.NotificationTest, console.RequireScope(scopeApprovalResolve))
 	pages.GET("/settings/notifications", cn.PushSettings)
+	// The step-up before a critical approval: the password again, or a
+	// link to a fresh single sign-on.
+	pages.GET("/reauth", cn.StepUpShow)
+	pages.POST("/reauth", cn.StepUpSubmit)
 	pages.POST("/logout", cn.Logout)
 	pages.POST("/logout-everywhere", cn.LogoutEverywhere)
 

@@ -60,6 +60,13 @@ type Config struct {
 	// VAPIDPublicKey is the Web Push public key (base64url) browsers
 	// subscribe with; "" leaves the console without push subscriptions.
 	VAPIDPublicKey string
+	// OIDC is the console's single sign-on (console.NewOIDC); nil:
+	// passwords only.
+	OIDC *console.OIDC
+	// StepUpWindow is how recent an authentication approving a critical
+	// action needs: zero is console.DefaultStepUpWindow, negative turns
+	// the step-up off.
+	StepUpWindow time.Duration
 }
 
 // RateLimit is a token bucket per principal (api.RateLimit).

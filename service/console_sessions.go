@@ -21,19 +21,25 @@ const (
 	sessionTouchEvery = time.Minute
 )
 
-// All SQL of console_sessions (migrations/00100_console_sessions.sql).
+// All SQL of console_sessions (migrations/00100_console_sessions.sql,
+// auth_time from 00102_console_step_up_oidc.sql).
 const (
 	sessionInsert = `
-INSERT INTO console_sessions (id_hash, tenant_id, principal_id, csrf_token, created_at, last_seen)
-VALUES ($1, $2, $3, $4, $5, $5)`
+INSERT INTO console_sessions (id_hash, tenant_id, principal_id, csrf_token, created_at, last_seen, auth_time)
+VALUES ($1, $2, $3, $4, $5, $5, $6)`
 
 	sessionGetLive = `
-SELECT tenant_id, principal_id, csrf_token, last_seen
+SELECT tenant_id, principal_id, csrf_token, auth_time, last_seen
   FROM console_sessions
  WHERE id_hash = $1 AND created_at > $2 AND last_seen > $3`
 
 	sessionTouch = `
 UPDATE console_sessions SET last_seen = $2 WHERE id_hash = $1 AND last_seen < $2`
+
+	// sessionStepUp never moves auth_time back: an older proof arriving
+	// late does not undo a newer one.
+	sessionStepUp = `
+UPDATE console_sessions SET auth_time = $2 WHERE id_hash = $1 AND auth_time < $2`
 
 	sessionDelete = `DELETE FROM console_sessions WHERE id_hash = $1`
 
@@ -53,6 +59,9 @@ type ConsoleSession struct {
 	TenantID    string
 	PrincipalID string
 	CSRF        string
+	// AuthTime is when the human last proved who they are: the step-up
+	// for critical approvals compares it with the window.
+	AuthTime time.Time
 }
 
 // ConsoleSessions keeps console sessions and login failures in PostgreSQL
@@ -77,8 +86,8 @@ func NewConsoleSessions(pool *pgxpool.Pool, throttle LoginThrottle) (*ConsoleSes
 }
 
 // sessionsInsert stores a new session under its id's hash.
-func sessionsInsert(ctx context.Context, db DBTX, idHash, tenantID, principalID, csrf string, now time.Time) error {
-	_, err := db.Exec(ctx, sessionInsert, idHash, tenantID, principalID, csrf, now)
+func sessionsInsert(ctx context.Context, db DBTX, idHash, tenantID, principalID, csrf string, now, authTime time.Time) error {
+	_, err := db.Exec(ctx, sessionInsert, idHash, tenantID, principalID, csrf, now, authTime)
 	return err
 }
 
@@ -86,7 +95,7 @@ func sessionsInsert(ctx context.Context, db DBTX, idHash, tenantID, principalID,
 // when it was last seen; ok=false when there is none.
 func sessionsGetLive(ctx context.Context, db DBTX, idHash string, now time.Time) (row ConsoleSession, lastSeen time.Time, ok bool, err error) {
 	err = db.QueryRow(ctx, sessionGetLive, idHash, now.Add(-SessionAbsolute), now.Add(-SessionIdle)).
-		Scan(&row.TenantID, &row.PrincipalID, &row.CSRF, &lastSeen)
+		Scan(&row.TenantID, &row.PrincipalID, &row.CSRF, &row.AuthTime, &lastSeen)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ConsoleSession{}, time.Time{}, false, nil
 	}
@@ -96,6 +105,12 @@ func sessionsGetLive(ctx context.Context, db DBTX, idHash string, now time.Time)
 // sessionsTouch marks the session of idHash seen at now.
 func sessionsTouch(ctx context.Context, db DBTX, idHash string, now time.Time) error {
 	_, err := db.Exec(ctx, sessionTouch, idHash, now)
+	return err
+}
+
+// sessionsStepUp records a fresh authentication on the session of idHash.
+func sessionsStepUp(ctx context.Context, db DBTX, idHash string, authTime time.Time) error {
+	_, err := db.Exec(ctx, sessionStepUp, idHash, authTime)
 	return err
 }
 
@@ -125,14 +140,19 @@ func hashSessionID(id string) string {
 }
 
 // Create stores a new session and prunes expired ones, so the table stays
-// the size of the live sessions without a separate sweeper.
-func (st *ConsoleSessions) Create(ctx context.Context, id, tenantID, principalID, csrf string, now time.Time) error {
+// the size of the live sessions without a separate sweeper. authTime is
+// when the human proved who they are: now for a password, the identity
+// provider's auth_time for single sign-on; never after now.
+func (st *ConsoleSessions) Create(ctx context.Context, id, tenantID, principalID, csrf string, now, authTime time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, consoleDBTimeout)
 	defer cancel()
 	if err := sessionsDeleteExpired(ctx, st.pool, now); err != nil {
 		return fmt.Errorf("session: prune: %w", TranslateDBError(err))
 	}
-	if err := sessionsInsert(ctx, st.pool, hashSessionID(id), tenantID, principalID, csrf, now); err != nil {
+	if authTime.After(now) {
+		authTime = now
+	}
+	if err := sessionsInsert(ctx, st.pool, hashSessionID(id), tenantID, principalID, csrf, now, authTime); err != nil {
 		return fmt.Errorf("session: create: %w", TranslateDBError(err))
 	}
 	return nil
@@ -158,6 +178,19 @@ func (st *ConsoleSessions) Get(ctx context.Context, id string, now time.Time, to
 		}
 	}
 	return row, true, nil
+}
+
+// SteppedUp records that the human of a session proved who they are again
+// at authTime (the step-up for critical approvals). A session that ended
+// meanwhile stays ended; an authTime older than the recorded one changes
+// nothing.
+func (st *ConsoleSessions) SteppedUp(ctx context.Context, id string, authTime time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, consoleDBTimeout)
+	defer cancel()
+	if err := sessionsStepUp(ctx, st.pool, hashSessionID(id), authTime); err != nil {
+		return fmt.Errorf("session: step up: %w", TranslateDBError(err))
+	}
+	return nil
 }
 
 // Delete ends one session.

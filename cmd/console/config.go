@@ -30,7 +30,11 @@ type envConfig struct {
 	LogLevel       string // LOG_LEVEL: debug, info, warn, error; default info
 	DataDir        string // GATEHOUSE_DATA: where the data lives, for serve's banner (make run sets it)
 	Notify         string // CONSOLE_NOTIFY
+	StepUpWindow   string // CONSOLE_STEP_UP_WINDOW; default 10m, 0 turns the step-up off
 	Advisory       advisoryEnv
+	// Getenv reads a variable a file names, such as the principals file's
+	// oidc.client_secret_env; secrets stay out of the files.
+	Getenv func(string) string
 }
 
 // loadEnvConfig reads the environment through getenv (os.Getenv), with
@@ -66,6 +70,8 @@ func loadEnvConfig(getenv func(string) string) envConfig {
 		LogLevel:       getenv("LOG_LEVEL"),
 		DataDir:        getenv("GATEHOUSE_DATA"),
 		Notify:         getenv("CONSOLE_NOTIFY"),
+		StepUpWindow:   or("CONSOLE_STEP_UP_WINDOW", "10m"),
+		Getenv:         getenv,
 		Advisory:       loadAdvisoryEnv(getenv),
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"gatehouse/auth"
 	"gatehouse/handlers"
+	"gatehouse/handlers/console"
 	"gatehouse/internal/metrics"
 	"gatehouse/internal/pgdb"
 	"gatehouse/migrations"
@@ -52,6 +53,12 @@ type serveConfig struct {
 	allowedHosts   string
 	shutdownGrace  time.Duration
 	notifyFile     string
+	// stepUpWindow is how recent an authentication a critical approval
+	// needs; 0 turns the step-up off.
+	stepUpWindow time.Duration
+	// getenv reads the variable the principals file names for the OIDC
+	// client secret.
+	getenv func(string) string
 	// advisory is the advisory layer's environment (advisor.go).
 	advisory advisoryEnv
 	// vapid is the Web Push key pair from the environment; empty: the
@@ -82,6 +89,7 @@ func parseServeConfig(env envConfig, args []string, stderr io.Writer) (serveConf
 	maxConns := fs.String("db-max-conns", env.DBMaxConns, "database pool size (CONSOLE_DB_MAX_CONNS)")
 	rate := fs.String("rate-limit", env.RateLimit, "API requests per second per principal (CONSOLE_RATE_LIMIT)")
 	burst := fs.String("rate-burst", env.RateBurst, "API burst per principal (CONSOLE_RATE_BURST)")
+	stepUp := fs.String("step-up-window", env.StepUpWindow, "how recent a sign-in approving a critical action needs; 0 turns the step-up off (CONSOLE_STEP_UP_WINDOW)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -101,6 +109,10 @@ func parseServeConfig(env envConfig, args []string, stderr io.Writer) (serveConf
 	if cfg.rateBurst, err = strconv.Atoi(*burst); err != nil || cfg.rateBurst < 1 {
 		return cfg, fmt.Errorf("rate burst %q: want a positive integer", *burst)
 	}
+	if cfg.stepUpWindow, err = time.ParseDuration(*stepUp); err != nil || cfg.stepUpWindow < 0 {
+		return cfg, fmt.Errorf("step-up window %q: want a duration such as 10m, or 0", *stepUp)
+	}
+	cfg.getenv = env.Getenv
 	if cfg.databaseURL == "" {
 		return cfg, errors.New("DATABASE_URL is not set (`make run` starts a local PostgreSQL)")
 	}
@@ -179,6 +191,9 @@ type serveInputs struct {
 	demoToken string
 	// notify is the CONSOLE_NOTIFY file (or the demo's), nil for none.
 	notify *notify.Config
+	// oidcSecret is the OIDC client secret from the variable the
+	// principals file names.
+	oidcSecret string
 }
 
 // loadServeInputs loads the policy, the principals and the cookie keys,
@@ -193,6 +208,9 @@ func loadServeInputs(cfg serveConfig) (serveInputs, error) {
 		return in, err
 	}
 	if in.keys, err = sessionKeys(cfg); err != nil {
+		return in, err
+	}
+	if in.oidcSecret, err = oidcSecret(cfg, in.dir); err != nil {
 		return in, err
 	}
 	if in.notify, err = loadNotify(cfg); err != nil {
@@ -245,6 +263,10 @@ func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgx
 	if err != nil {
 		return nil, nil, err
 	}
+	sso, err := newOIDC(ctx, cfg, in)
+	if err != nil {
+		return nil, nil, err
+	}
 	ipExtractor := echo.ExtractIPDirect()
 	if cfg.trustXFF {
 		ipExtractor = echo.ExtractIPFromXFFHeader()
@@ -269,6 +291,8 @@ func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgx
 		// The private half is the delivery worker's (notify's webpush
 		// channel); the console only hands browsers the public one.
 		VAPIDPublicKey: vapid.public,
+		OIDC:           sso,
+		StepUpWindow:   stepUpWindow(cfg.stepUpWindow),
 	})
 	if err != nil {
 		return nil, nil, err
@@ -341,6 +365,45 @@ func loadPrincipals(cfg serveConfig) (*auth.Directory, error) {
 		return auth.Dev(), nil
 	}
 	return auth.Load(cfg.principals)
+}
+
+// oidcSecret reads the OIDC client secret from the variable the
+// principals file names: named and empty refuses the start, since the
+// provider would refuse every sign-in.
+func oidcSecret(cfg serveConfig, dir *auth.Directory) (string, error) {
+	o, ok := dir.OIDC()
+	if !ok || o.ClientSecretEnv == "" {
+		return "", nil
+	}
+	secret := cfg.getenv(o.ClientSecretEnv)
+	if secret == "" {
+		return "", fmt.Errorf("the principals file's oidc.client_secret_env names %s, which is not set", o.ClientSecretEnv)
+	}
+	return secret, nil
+}
+
+// oidcDiscoveryTimeout bounds the identity provider's discovery at start.
+const oidcDiscoveryTimeout = 15 * time.Second
+
+// newOIDC discovers the identity provider of the principals file's oidc
+// section (nil when there is none): an issuer that does not answer
+// refuses the start, not the first sign-in.
+func newOIDC(ctx context.Context, cfg serveConfig, in serveInputs) (*console.OIDC, error) {
+	o, ok := in.dir.OIDC()
+	if !ok {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, oidcDiscoveryTimeout)
+	defer cancel()
+	return console.NewOIDC(ctx, o, in.oidcSecret, strings.TrimSuffix(cfg.baseURL, "/")+console.OIDCCallbackPath, nil)
+}
+
+// stepUpWindow is the handlers' setting for a window read as 0 = off.
+func stepUpWindow(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 func openPool(ctx context.Context, cfg serveConfig) (*pgxpool.Pool, error) {

@@ -47,6 +47,7 @@ func (cn *Console) ApprovalShow(c echo.Context) error {
 	}
 	m.Card = detailCardView(a, args, digests, p, cn.now())
 	m.Card.CSRF, m.Card.Back = m.CSRF, m.Card.DetailURL()
+	m.Card.StepUp = cn.stepUpView(c)
 	m.Card.Identical = m.Context.IdenticalText
 	return cn.render(c, http.StatusOK, templates.Detail(m))
 }

@@ -53,6 +53,11 @@ func (cn *Console) ApprovalResolve(c echo.Context) error {
 	if err := needsConfirmation(a, res, f.Confirm); err != nil {
 		return err
 	}
+	if cn.needsStepUp(c, a, res) {
+		// Nothing is resolved: the human re-authenticates and comes back
+		// to the card, which still asks for the decision.
+		return redirect(c, templates.StepUpURL(a.ID))
+	}
 	var out service.ResolveOutcome
 	if f.ArgumentsHash != "" {
 		out, err = cn.svc.ResolveApprovalSeen(ctx, p, a.ID, f.ArgumentsHash, res, reason)
@@ -80,6 +85,6 @@ func (cn *Console) ApprovalResolve(c echo.Context) error {
 		}
 		return redirect(c, safeNext(f.Next))
 	}
-	card.CSRF, card.Back = sessionOf(c).CSRF, safeNext(f.Next)
+	card.CSRF, card.Back, card.StepUp = sessionOf(c).CSRF, safeNext(f.Next), cn.stepUpView(c)
 	return cn.render(c, status, templates.CardView(card))
 }

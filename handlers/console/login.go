@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/auth"
+	"gatehouse/engine"
 	"gatehouse/handlers/internal/httpx"
 	"gatehouse/service"
 	"gatehouse/web/templates"
@@ -75,71 +76,94 @@ func (cn *Console) ensureLoginToken(c echo.Context) (string, error) {
 
 func (cn *Console) renderLogin(c echo.Context, status int, m templates.LoginPage, tok string) error {
 	m.Page = templates.Page{Title: "Sign in", CSRF: tok}
+	m.PasswordLogin, m.SSO = cn.dir.PasswordLogin(), cn.ssoButton(m.Next, false)
 	return cn.render(c, status, templates.Login(m))
 }
 
-// LoginSubmit checks the password (argon2id in the directory) under the
-// failure budgets of service.LoginThrottle, kept in PostgreSQL.
-// The attempt is recorded before the password is checked, so parallel
-// guesses cannot all pass one budget check.
+// LoginSubmit checks the password (checkPassword) and signs the human in.
 func (cn *Console) LoginSubmit(c echo.Context) error {
 	var f loginForm
 	if err := bindForm(c, &f); err != nil {
 		return err
 	}
+	if !cn.dir.PasswordLogin() {
+		return httpx.NewError(http.StatusNotFound, httpx.CodeNotFound, "Password sign-in is turned off: sign in with single sign-on.")
+	}
 	tok, _ := c.Get(ctxConsoleCSRF).(string)
 	f.Next = safeNext(f.Next)
-	account := strings.ToLower(strings.TrimSpace(f.ID))
+	form := templates.LoginPage{UserID: f.ID, Next: f.Next}
+	p, refused, err := cn.checkPassword(c, f.ID, f.Password)
+	if err != nil {
+		return err
+	}
+	if refused != nil {
+		form.Error = refused.message
+		return cn.renderLogin(c, refused.status, form, tok)
+	}
+	if _, err := cn.signIn(c, p, cn.now()); err != nil {
+		return err
+	}
+	cn.log.InfoContext(c.Request().Context(), "console sign-in", "request_id", httpx.RequestID(c), "principal", p.ID, "tenant", p.TenantID, "method", "password")
+	return redirect(c, f.Next)
+}
+
+// passwordRefusal is why a password attempt did not sign anyone in, as
+// the form shows it.
+type passwordRefusal struct {
+	status  int
+	message string
+}
+
+// checkPassword verifies id's password (argon2id in the directory) under
+// the failure budgets of service.LoginThrottle, kept in PostgreSQL. The
+// attempt is recorded before the password is checked, so parallel
+// guesses cannot all pass one budget check. Sign-in and the step-up's
+// password re-entry share it, and so share the budgets.
+func (cn *Console) checkPassword(c echo.Context, id, password string) (engine.Principal, *passwordRefusal, error) {
+	account := strings.ToLower(strings.TrimSpace(id))
 	if len(account) > maxAccountLen {
 		account = account[:maxAccountLen]
 	}
 	ctx := c.Request().Context()
-	form := templates.LoginPage{UserID: f.ID, Next: f.Next}
 	addr, now := c.RealIP(), cn.now()
 	verdict, wait, err := cn.store.LoginAttempt(ctx, account, addr, now)
 	if err != nil {
-		return err
+		return engine.Principal{}, nil, err
 	}
 	minutes := int(cn.store.ThrottleWindow() / time.Minute)
 	switch verdict {
 	case service.LoginPairThrottled:
-		form.Error = fmt.Sprintf("Too many failed sign-ins for this account from your network. Try again in %d minutes.", minutes)
-		return cn.renderLogin(c, http.StatusTooManyRequests, form, tok)
+		return engine.Principal{}, &passwordRefusal{http.StatusTooManyRequests,
+			fmt.Sprintf("Too many failed sign-ins for this account from your network. Try again in %d minutes.", minutes)}, nil
 	case service.LoginAddressThrottled:
-		form.Error = fmt.Sprintf("Too many failed sign-ins from your network. Try again in %d minutes.", minutes)
-		return cn.renderLogin(c, http.StatusTooManyRequests, form, tok)
+		return engine.Principal{}, &passwordRefusal{http.StatusTooManyRequests,
+			fmt.Sprintf("Too many failed sign-ins from your network. Try again in %d minutes.", minutes)}, nil
 	case service.LoginBackoff:
 		secs := int((wait + time.Second - 1) / time.Second)
 		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
-		form.Error = fmt.Sprintf("Too many sign-in attempts in a row. Wait %d seconds before trying again.", secs)
-		return cn.renderLogin(c, http.StatusTooManyRequests, form, tok)
+		return engine.Principal{}, &passwordRefusal{http.StatusTooManyRequests,
+			fmt.Sprintf("Too many sign-in attempts in a row. Wait %d seconds before trying again.", secs)}, nil
 	}
 	slotCtx, cancel := context.WithTimeout(ctx, loginSlotWait)
-	p, ok, err := cn.dir.Login(slotCtx, strings.TrimSpace(f.ID), f.Password)
+	p, ok, err := cn.dir.Login(slotCtx, strings.TrimSpace(id), password)
 	cancel()
 	if errors.Is(err, auth.ErrBusy) {
 		if err := cn.store.LoginReleased(ctx, account, addr, now); err != nil {
-			return err
+			return engine.Principal{}, nil, err
 		}
 		c.Response().Header().Set("Retry-After", "1")
-		form.Error = "The server is busy signing people in. Try again in a moment."
-		return cn.renderLogin(c, http.StatusServiceUnavailable, form, tok)
+		return engine.Principal{}, &passwordRefusal{http.StatusServiceUnavailable, "The server is busy signing people in. Try again in a moment."}, nil
 	}
 	if err != nil {
-		return fmt.Errorf("console sign-in: %w", err)
+		return engine.Principal{}, nil, fmt.Errorf("console sign-in: %w", err)
 	}
 	if !ok {
-		form.Error = "Wrong user or password."
-		return cn.renderLogin(c, http.StatusUnauthorized, form, tok)
+		return engine.Principal{}, &passwordRefusal{http.StatusUnauthorized, "Wrong user or password."}, nil
 	}
 	if err := cn.store.LoginSucceeded(ctx, account, addr); err != nil {
-		return err
+		return engine.Principal{}, nil, err
 	}
-	if _, err := cn.signIn(c, p); err != nil {
-		return err
-	}
-	cn.log.InfoContext(ctx, "console sign-in", "request_id", httpx.RequestID(c), "principal", p.ID, "tenant", p.TenantID)
-	return redirect(c, f.Next)
+	return p, nil, nil
 }
 
 // Logout ends this session: the row goes, so the old cookie is worthless

@@ -58,8 +58,11 @@ func (cn *Console) Queue(c echo.Context) error {
 		page.Pending = pendingText(list)
 	}
 	m.Page = page
+	su := cn.stepUpView(c)
 	for _, a := range list.Items {
-		m.Cards = append(m.Cards, queueCard(a, p, now, page.CSRF))
+		card := queueCard(a, p, now, page.CSRF)
+		card.StepUp = su
+		m.Cards = append(m.Cards, card)
 	}
 	if list.NextCursor != "" {
 		next := url.Values{"cursor": {list.NextCursor}}
@@ -118,9 +121,10 @@ func (cn *Console) QueueUpdates(c echo.Context) error {
 	u := templates.QueueUpdate{Poll: templates.Poll{After: ch.Cursor, View: view}}
 	if len(ch.Approvals) > 0 {
 		now := cn.now()
-		csrf := sessionOf(c).CSRF
+		csrf, su := sessionOf(c).CSRF, cn.stepUpView(c)
 		for _, a := range ch.Approvals {
 			card := queueCard(a, p, now, csrf)
+			card.StepUp = su
 			if a.Status == engine.ApprovalPending {
 				card.New = true
 				u.Cards = append(u.Cards, card)

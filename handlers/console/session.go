@@ -55,6 +55,12 @@ type Console struct {
 	// vapidPublic is the Web Push key browsers subscribe with; "" turns
 	// subscribing off.
 	vapidPublic string
+	// oidc signs people in through the identity provider; nil: passwords
+	// only.
+	oidc *OIDC
+	// stepUpWindow is how recent an authentication approving a critical
+	// action needs; zero turns the step-up off.
+	stepUpWindow time.Duration
 }
 
 // Config wires the console; handlers.New fills it from its own Config
@@ -76,7 +82,17 @@ type Config struct {
 	// VAPIDPublicKey is the Web Push public key (base64url) the console
 	// hands browsers to subscribe with; "" disables subscribing.
 	VAPIDPublicKey string
+	// OIDC is single sign-on (NewOIDC); nil: passwords only.
+	OIDC *OIDC
+	// StepUpWindow is how recent the human's authentication must be to
+	// approve a critical action: zero is DefaultStepUpWindow, negative
+	// turns the step-up off. Dev mode has no credentials to re-enter and
+	// turns it off too.
+	StepUpWindow time.Duration
 }
+
+// DefaultStepUpWindow is the step-up window when none is configured.
+const DefaultStepUpWindow = 10 * time.Minute
 
 // New builds the console's handlers.
 func New(cfg Config) *Console {
@@ -104,25 +120,37 @@ func New(cfg Config) *Console {
 	if secure {
 		name = cookieNameTLS
 	}
+	window := cfg.StepUpWindow
+	switch {
+	case window == 0:
+		window = DefaultStepUpWindow
+	case window < 0 || cfg.DevMode:
+		window = 0
+	}
 	return &Console{
-		svc:         cfg.Service,
-		dir:         cfg.Directory,
-		policy:      cfg.Policy,
-		dev:         cfg.DevMode,
-		now:         cfg.Now,
-		log:         cfg.Logger,
-		cookies:     cs,
-		cookieName:  name,
-		store:       cfg.Sessions,
-		origin:      http.NewCrossOriginProtection(),
-		vapidPublic: cfg.VAPIDPublicKey,
+		svc:          cfg.Service,
+		dir:          cfg.Directory,
+		policy:       cfg.Policy,
+		dev:          cfg.DevMode,
+		now:          cfg.Now,
+		log:          cfg.Logger,
+		cookies:      cs,
+		cookieName:   name,
+		store:        cfg.Sessions,
+		origin:       http.NewCrossOriginProtection(),
+		vapidPublic:  cfg.VAPIDPublicKey,
+		oidc:         cfg.OIDC,
+		stepUpWindow: window,
 	}
 }
 
 // Sessions is what the console keeps in the database: its server-side
 // sessions and the sign-in throttle. *service.ConsoleSessions satisfies it.
 type Sessions interface {
-	Create(ctx context.Context, id, tenantID, principalID, csrf string, now time.Time) error
+	Create(ctx context.Context, id, tenantID, principalID, csrf string, now, authTime time.Time) error
+	SteppedUp(ctx context.Context, id string, authTime time.Time) error
+	OIDCLoginStart(ctx context.Context, state string, l service.OIDCLogin, now time.Time) error
+	OIDCLoginTake(ctx context.Context, state string, now time.Time) (service.OIDCLogin, bool, error)
 	Get(ctx context.Context, id string, now time.Time, touch bool) (service.ConsoleSession, bool, error)
 	Delete(ctx context.Context, id string) error
 	DeletePrincipal(ctx context.Context, tenantID, principalID string) error
@@ -161,12 +189,15 @@ type consoleSession struct {
 	ID        string
 	Principal engine.Principal
 	CSRF      string
+	// AuthTime is when the human last proved who they are (step-up).
+	AuthTime time.Time
 }
 
 // signIn starts a server-side session and points the cookie at it. A
 // session the cookie pointed at before ends first: signing in again never
-// leaves the old id live (no fixation, no leftovers).
-func (cn *Console) signIn(c echo.Context, p engine.Principal) (consoleSession, error) {
+// leaves the old id live (no fixation, no leftovers). authTime is when the
+// human proved who they are.
+func (cn *Console) signIn(c echo.Context, p engine.Principal, authTime time.Time) (consoleSession, error) {
 	ctx := c.Request().Context()
 	sess := cn.cookie(c)
 	if old, _ := sess.Values[cookieKeySession].(string); old != "" {
@@ -175,14 +206,16 @@ func (cn *Console) signIn(c echo.Context, p engine.Principal) (consoleSession, e
 		}
 	}
 	id, csrf := randomToken(), randomToken()
-	if err := cn.store.Create(ctx, id, p.TenantID, p.ID, csrf, cn.now()); err != nil {
+	now := cn.now()
+	authTime = minTime(authTime, now)
+	if err := cn.store.Create(ctx, id, p.TenantID, p.ID, csrf, now, authTime); err != nil {
 		return consoleSession{}, err
 	}
 	sess.Values = map[any]any{cookieKeySession: id}
 	if err := cn.saveCookie(c, sess); err != nil {
 		return consoleSession{}, err
 	}
-	return consoleSession{ID: id, Principal: p, CSRF: csrf}, nil
+	return consoleSession{ID: id, Principal: p, CSRF: csrf, AuthTime: authTime}, nil
 }
 
 // currentSession resolves the cookie to a live session whose principal
@@ -201,7 +234,7 @@ func (cn *Console) currentSession(c echo.Context, touch bool) (consoleSession, b
 	if !ok || p.TenantID != row.TenantID {
 		return consoleSession{}, false, nil
 	}
-	return consoleSession{ID: id, Principal: p, CSRF: row.CSRF}, true, nil
+	return consoleSession{ID: id, Principal: p, CSRF: row.CSRF, AuthTime: row.AuthTime}, true, nil
 }
 
 // RequireSession admits signed-in humans. In dev mode a visitor without a
@@ -228,7 +261,7 @@ func (cn *Console) sessionRequired(touch bool, next echo.HandlerFunc) echo.Handl
 		if !ok && cn.dev {
 			p, found := cn.dir.ByID(auth.DevPrincipalID)
 			if found {
-				if cs, err = cn.signIn(c, p); err != nil {
+				if cs, err = cn.signIn(c, p, cn.now()); err != nil {
 					return err
 				}
 				ok = true

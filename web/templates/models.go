@@ -206,6 +206,8 @@ type Card struct {
 	// Selectable offers the card to the queue's batch form: pending,
 	// resolvable by the viewer, and not critical.
 	Selectable bool
+	// StepUp is the step-up a critical approval needs (issue 13).
+	StepUp StepUp
 	CardContent
 
 	// Quorum counts the approvals of an action that needs several
@@ -250,6 +252,13 @@ func (c CardContent) UntrustedNote() string {
 // Critical reports whether approving the card needs the second,
 // deliberate confirmation.
 func (c Card) Critical() bool { return c.Risk == "critical" }
+
+// StepUpURL is where this card sends a stale session to re-authenticate.
+func (c Card) StepUpURL() string { return StepUpURL(c.ID) }
+
+// NeedsStepUp reports whether the viewer must re-authenticate before
+// approving this card.
+func (c Card) NeedsStepUp() bool { return c.Critical() && c.StepUp.Stale }
 
 // BatchValue is what the batch form posts for the card: its id and the
 // hash of the arguments the reviewer saw.
@@ -566,6 +575,42 @@ type LoginPage struct {
 	UserID string
 	Error  string
 	Next   string
+	// PasswordLogin shows the password form; SSO the single sign-on
+	// button (URL "" when none is configured).
+	PasswordLogin bool
+	SSO           SSOButton
+}
+
+// SSOButton starts a single sign-on at the identity provider.
+type SSOButton struct {
+	Label string
+	URL   string
+}
+
+// StepUpPage asks a signed-in human to prove who they are again before
+// approving a critical action.
+type StepUpPage struct {
+	Page
+	Next     string
+	Window   string // "10 minutes"
+	Password bool   // offer the password form
+	SSO      SSOButton
+	Error    string
+}
+
+// StepUp is what a critical card tells its viewer before the click:
+// approving needs an authentication within Window ("" when the step-up is
+// off), and whether this session's is older (Stale: the card offers the
+// re-authentication instead of the approve button).
+type StepUp struct {
+	Window string
+	Stale  bool
+}
+
+// StepUpURL is where a stale session re-authenticates before it returns
+// to the approval's card.
+func StepUpURL(approvalID string) string {
+	return "/reauth?" + url.Values{"next": {"/approvals/" + approvalID}}.Encode()
 }
 
 // ErrorPage is a console error.
