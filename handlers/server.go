@@ -53,6 +53,9 @@ type Config struct {
 	// IPExtractor decides the client address; nil: the direct peer address,
 	// never a forwarded header.
 	IPExtractor echo.IPExtractor
+	// MCP is the MCP gateway's Streamable HTTP handler (mcpgw), mounted at
+	// /mcp; nil: no gateway configured (CONSOLE_MCP unset).
+	MCP http.Handler
 }
 
 // RateLimit is a token bucket per principal (api.RateLimit).

@@ -1,0 +1,258 @@
+package mcpgw_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"gatehouse/api"
+	"gatehouse/engine"
+	"gatehouse/service"
+)
+
+func TestGatewayAllowedCallIsForwardedOnceRecordedAndTheRunEndsWithTheSession(t *testing.T) {
+	t.Parallel()
+	h := setup(t, harnessOpts{})
+	cs := h.connect("agent", nil)
+	res := call(t, cs, "demo.echo", map[string]any{"message": "hello"})
+	if res.IsError || text(res) != "hello" {
+		t.Fatalf("echo: %v %q", res.IsError, text(res))
+	}
+	if n := h.forwarded("echo"); n != 1 {
+		t.Fatalf("forwarded %d times, want 1", n)
+	}
+	runs := h.runs(h.principal("agent"), 1)
+	inv := h.invocations(runs[0].ID)
+	if len(inv) != 1 || inv[0].ToolName != "demo.echo" || inv[0].Status != api.InvocationSucceeded || inv[0].OriginTrust != engine.TrustKnowledge {
+		t.Fatalf("invocation: %+v", inv)
+	}
+	if runs[0].AgentID != "mcp:test-client" || runs[0].AgentVersion != "1.0" {
+		t.Fatalf("run agent: %s %s", runs[0].AgentID, runs[0].AgentVersion)
+	}
+	_ = cs.Close()
+	eventually(t, "the run completes when the session closes", func() bool {
+		r, err := h.svc.GetRun(t.Context(), h.principal("agent"), runs[0].ID)
+		return err == nil && r.Status == api.RunCompleted
+	})
+}
+
+func TestGatewayDeniedCallReturnsOnlyTheThinDenial(t *testing.T) {
+	t.Parallel()
+	h := setup(t, harnessOpts{})
+	cs := h.connect("agent", nil)
+	// code_execution on an MCP server is not an isolated target: denied by the matrix.
+	d := denial(t, call(t, cs, "demo.run_command", map[string]any{"command": "ls"}))
+	if d.ReasonCode != "policy.matrix.code_execution" || d.Status != "denied" || d.Action != "demo.run_command" {
+		t.Fatalf("denial: %+v", d)
+	}
+	if h.forwarded("run_command") != 0 {
+		t.Fatal("a denied call reached the upstream")
+	}
+	// An argument the catalog entry does not declare is unclassifiable.
+	d = denial(t, call(t, cs, "demo.echo", map[string]any{"message": "x", "extra": "y"}))
+	if d.ReasonCode != engine.ReasonUnclassifiable {
+		t.Fatalf("undeclared argument: %+v", d)
+	}
+}
+
+func TestGatewayHardlineBlocksCommandAndMetadataURLArguments(t *testing.T) {
+	t.Parallel()
+	h := setup(t, harnessOpts{})
+	cs := h.connect("agent", nil)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"demo.run_command", map[string]any{"command": "rm -rf /"}},
+		{"demo.describe_url", map[string]any{"url": "http://169.254.169.254/latest/meta-data/"}},
+	} {
+		d := denial(t, call(t, cs, c.tool, c.args))
+		if !strings.HasPrefix(d.ReasonCode, "policy.hardline.") {
+			t.Fatalf("%s %v: %+v", c.tool, c.args, d)
+		}
+	}
+	// The near miss: a public URL is an operator-classified read-only
+	// network read of an MCP server, allowed.
+	res := call(t, cs, "demo.describe_url", map[string]any{"url": "https://example.com/a"})
+	if res.IsError || !strings.Contains(text(res), "host example.com") {
+		t.Fatalf("near miss: %q", text(res))
+	}
+	if h.forwarded("run_command") != 0 || h.forwarded("describe_url") != 1 {
+		t.Fatalf("forwards: %v", h.forwards)
+	}
+}
+
+func TestGatewayHidesUnclassifiedToolsAndShowsThemAsHints(t *testing.T) {
+	t.Parallel()
+	h := setup(t, harnessOpts{})
+	cs := h.connect("agent", nil)
+	var names []string
+	for tool, err := range cs.Tools(t.Context(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	want := []string{"demo.add_note", "demo.describe_url", "demo.echo", "demo.list_notes", "demo.run_command"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("tools/list: %v, want %v", names, want)
+	}
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "demo.export_notebook", Arguments: map[string]any{"to": "x"}}); err == nil {
+		t.Fatal("an unclassified tool was callable")
+	}
+	if h.forwarded("export_notebook") != 0 {
+		t.Fatal("an unclassified tool reached the upstream")
+	}
+	i := slices.IndexFunc(h.gw.Hints(), func(hint mcpgwHint) bool { return hint.Tool == "export_notebook" })
+	if i < 0 || h.gw.Hints()[i].Classified {
+		t.Fatalf("hints: %+v", h.gw.Hints())
+	}
+	if j := slices.IndexFunc(h.gw.Hints(), func(hint mcpgwHint) bool { return hint.Tool == "echo" }); j < 0 || !h.gw.Hints()[j].Annotations.ReadOnlyHint {
+		t.Fatal("the upstream's readOnlyHint is not shown as a hint")
+	}
+}
+
+func TestGatewayApprovedCallIsRevalidatedAndForwardedExactlyOnce(t *testing.T) {
+	t.Parallel()
+	h := setup(t, harnessOpts{})
+	var mu sync.Mutex
+	var progress []*mcp.ProgressNotificationParams
+	cs := h.connect("agent", func(p *mcp.ProgressNotificationParams) {
+		mu.Lock()
+		progress = append(progress, p)
+		mu.Unlock()
+	})
+	pending := asyncCall(t.Context(), cs, "demo.add_note", map[string]any{"title": "t1", "body": "b"})
+	a := h.pendingApproval()
+	if a.ToolName != "demo.add_note" || a.SideEffect != engine.SideEffectExternalWrite {
+		t.Fatalf("card: %+v", a)
+	}
+	eventually(t, "a progress notification naming the expiry", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(progress) > 0 && strings.Contains(progress[len(progress)-1].Message, "expires at "+a.ExpiresAt.UTC().Format(time.RFC3339)) && progress[len(progress)-1].Total > 0
+	})
+	if h.forwarded("add_note") != 0 {
+		t.Fatal("forwarded before approval")
+	}
+	h.resolve(a.ID, engine.ResolutionApproveOnce)
+	res := wait(t, pending)
+	if res.IsError || text(res) != "added note t1" {
+		t.Fatalf("approved call: %q", text(res))
+	}
+	if n := h.forwarded("add_note"); n != 1 {
+		t.Fatalf("forwarded %d times, want exactly 1", n)
+	}
+	inv := h.invocations(a.RunID)
+	if len(inv) != 1 || inv[0].Status != api.InvocationSucceeded {
+		t.Fatalf("invocations: %+v", inv)
+	}
+	// The session goes on in the same run, with the lease taken back.
+	if res := call(t, cs, "demo.echo", map[string]any{"message": "after"}); text(res) != "after" {
+		t.Fatalf("after approval: %q", text(res))
+	}
+	h.runs(h.principal("agent"), 1)
+}
+
+func TestGatewayDeniedAfterWaitIsTheDenialResult(t *testing.T) {
+	t.Parallel()
+	h := setup(t, harnessOpts{})
+	cs := h.connect("agent", nil)
+	pending := asyncCall(t.Context(), cs, "demo.add_note", map[string]any{"title": "t", "body": "b"})
+	h.resolve(h.pendingApproval().ID, engine.ResolutionDeny)
+	d := denial(t, wait(t, pending))
+	if d.ReasonCode != engine.ReasonApprovalDenied {
+		t.Fatalf("denial: %+v", d)
+	}
+	if h.forwarded("add_note") != 0 {
+		t.Fatal("a denied call reached the upstream")
+	}
+}
+
+func TestGatewayExpiredApprovalIsTheDenialResultAndANewRunServesTheSession(t *testing.T) {
+	t.Parallel()
+	// A clock of its own, far before every other test's, so the reaper
+	// pass below expires only this test's approval.
+	clk := &clock{t: time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)}
+	h := setup(t, harnessOpts{now: clk.Now})
+	cs := h.connect("agent", nil)
+	pending := asyncCall(t.Context(), cs, "demo.add_note", map[string]any{"title": "t", "body": "b"})
+	a := h.pendingApproval()
+	clk.Advance(a.ExpiresAt.Sub(clk.Now()) + time.Second)
+	if n, err := h.svc.ExpireDue(t.Context(), 100); err != nil || n != 1 {
+		t.Fatalf("expire: %d %v", n, err)
+	}
+	d := denial(t, wait(t, pending))
+	if d.ReasonCode != engine.ReasonApprovalExpired {
+		t.Fatalf("denial: %+v", d)
+	}
+	// The expired approval failed its run; the session's next call gets a new one.
+	if res := call(t, cs, "demo.echo", map[string]any{"message": "again"}); text(res) != "again" {
+		t.Fatalf("after expiry: %q", text(res))
+	}
+	runs := h.runs(h.principal("agent"), 2)
+	if runs[0].Status != api.RunFailed || runs[0].SessionID != runs[1].SessionID {
+		t.Fatalf("runs: %+v", runs)
+	}
+	if h.forwarded("add_note") != 0 {
+		t.Fatal("an expired call reached the upstream")
+	}
+}
+
+func TestGatewayDisconnectWhileWaitingThenRetryFindsTheApproval(t *testing.T) {
+	t.Parallel()
+	h := setup(t, harnessOpts{})
+	cs := h.connect("agent", nil)
+	args := map[string]any{"body": "b", "title": "t"}
+	ctx, leave := context.WithCancel(t.Context())
+	first := asyncCall(ctx, cs, "demo.add_note", args)
+	a := h.pendingApproval()
+	leave() // the client gives up waiting
+	if r := <-first; r.err == nil {
+		t.Fatalf("the abandoned call returned a result: %q", text(r.res))
+	}
+	h.resolve(a.ID, engine.ResolutionApproveOnce)
+	// The same call again, arguments in another order: the same approval.
+	res := call(t, cs, "demo.add_note", map[string]any{"title": "t", "body": "b"})
+	if res.IsError || text(res) != "added note t" {
+		t.Fatalf("retry: %q", text(res))
+	}
+	page, err := h.svc.ListApprovals(t.Context(), h.principal("approver"), service.ApprovalFilter{Status: service.StatusResolved})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("want the one approval, have %d (%v)", len(page.Items), err)
+	}
+	if n := h.forwarded("add_note"); n != 1 {
+		t.Fatalf("forwarded %d times, want 1", n)
+	}
+}
+
+func TestGatewayUpstreamCrashMidCallIsUncertainAndNotRetried(t *testing.T) {
+	t.Parallel()
+	h := setup(t, harnessOpts{proc: true})
+	cs := h.connect("agent", nil)
+	res := call(t, cs, "proc.crash", nil)
+	if !res.IsError || !strings.Contains(text(res), "uncertain") {
+		t.Fatalf("crash: %v %q", res.IsError, text(res))
+	}
+	runs := h.runs(h.principal("agent"), 1)
+	inv := h.invocations(runs[0].ID)
+	if len(inv) != 1 || inv[0].Status != api.InvocationUncertain {
+		t.Fatalf("invocations: %+v", inv)
+	}
+	if calls := h.procCalls(); !slices.Equal(calls, []string{"crash"}) {
+		t.Fatalf("upstream received %v, want one crash call", calls)
+	}
+	// The next call starts the upstream again; the crashed call is not resent.
+	if res := call(t, cs, "proc.echo", map[string]any{"message": "up"}); text(res) != "up" {
+		t.Fatalf("after the crash: %q", text(res))
+	}
+	if calls := h.procCalls(); !slices.Equal(calls, []string{"crash", "echo"}) {
+		t.Fatalf("upstream received %v", calls)
+	}
+}
