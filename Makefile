@@ -31,9 +31,9 @@ $(BENCHSTAT):
 tools: $(GOLANGCI) $(TEMPL) ## install the pinned linter and templ into .bin/
 
 .PHONY: run
-run: ## console with demo traffic on http://127.0.0.1:8080 (project-local PostgreSQL unless DATABASE_URL is set)
+run: ## console with demo traffic on http://127.0.0.1:8080, an MCP gateway at /mcp (project-local PostgreSQL unless DATABASE_URL is set)
 	go build -o $(BIN)/console ./cmd/console
-	DATABASE_URL="$$(scripts/pg.sh run)" AUTH_MODE=dev exec $(BIN)/console serve --demo
+	DATABASE_URL="$$(scripts/pg.sh run)" AUTH_MODE=dev CONSOLE_MCP="$${CONSOLE_MCP:-mcp.example.yaml}" exec $(BIN)/console serve --demo
 
 .PHONY: generate
 generate: $(TEMPL) ## regenerate templ output (commit the result)
@@ -52,8 +52,8 @@ lint: $(GOLANGCI) ## go vet and golangci-lint
 	$(GOLANGCI) run $(PKGS)
 
 .PHONY: unit
-unit: ## unit and service tests with -race against PostgreSQL
-	DATABASE_URL="$$(scripts/pg.sh test)" go test -race -count=1 $$(go list ./... | grep -v /e2e)
+unit: ## unit and service tests with -race against PostgreSQL (and the MCP reference server for the gateway's tests)
+	MCP_EVERYTHING="$$(scripts/mcp-everything.sh)" DATABASE_URL="$$(scripts/pg.sh test)" go test -race -count=1 $$(go list ./... | grep -v /e2e)
 
 .PHONY: e2e
 e2e: ## end-to-end tests: the real binary, PostgreSQL, headless Chromium

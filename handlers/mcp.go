@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -10,13 +11,16 @@ import (
 )
 
 // withMCPPrincipal hands the principal bearer authentication found to the
-// gateway, which binds the MCP session to it.
+// gateway, which binds the MCP session to it. It also lifts the server's
+// write timeout for the request: a call can wait hours for a human, and
+// the session's event stream lives as long as the session.
 func withMCPPrincipal(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		p, ok := httpx.PrincipalOf(c)
 		if !ok {
 			return httpx.NewError(http.StatusUnauthorized, httpx.CodeUnauthenticated, "authentication required")
 		}
+		_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Time{}) // unsupported writers (tests) have none
 		c.SetRequest(c.Request().WithContext(mcpgw.WithPrincipal(c.Request().Context(), p)))
 		return next(c)
 	}

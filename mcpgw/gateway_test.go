@@ -12,6 +12,7 @@ import (
 
 	"gatehouse/api"
 	"gatehouse/engine"
+	"gatehouse/mcpgw"
 	"gatehouse/service"
 )
 
@@ -254,5 +255,48 @@ func TestGatewayUpstreamCrashMidCallIsUncertainAndNotRetried(t *testing.T) {
 	}
 	if calls := h.procCalls(); !slices.Equal(calls, []string{"crash", "echo"}) {
 		t.Fatalf("upstream received %v", calls)
+	}
+}
+
+func TestStdioBridgeForwardsToTheGatewayUnderTheToken(t *testing.T) {
+	t.Parallel()
+	h := setup(t, harnessOpts{})
+	b, err := mcpgw.NewBridge(t.Context(), h.endpoint, h.tokens["agent"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, remote := mcp.NewInMemoryTransports()
+	served := make(chan error, 1)
+	go func() { served <- b.Serve(t.Context(), local) }()
+	var progressed sync.Once
+	got := make(chan struct{})
+	c := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "2"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progressed.Do(func() { close(got) }) },
+	})
+	cs, err := c.Connect(t.Context(), remote, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := call(t, cs, "demo.echo", map[string]any{"message": "via stdio"}); text(res) != "via stdio" {
+		t.Fatalf("echo: %q", text(res))
+	}
+	pending := asyncCall(t.Context(), cs, "demo.add_note", map[string]any{"title": "s", "body": "b"})
+	a := h.pendingApproval()
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no progress notification crossed the bridge")
+	}
+	h.resolve(a.ID, engine.ResolutionApproveOnce)
+	if res := wait(t, pending); text(res) != "added note s" {
+		t.Fatalf("approved: %q", text(res))
+	}
+	// The run is the token's principal's: the bridge adds no authority.
+	if runs := h.runs(h.principal("agent"), 1); runs[0].PrincipalID != "agent" {
+		t.Fatalf("run principal: %s", runs[0].PrincipalID)
+	}
+	_ = cs.Close()
+	if err := <-served; err != nil {
+		t.Fatal(err)
 	}
 }

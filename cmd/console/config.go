@@ -13,6 +13,7 @@ type envConfig struct {
 	PolicyProfile  string // CONSOLE_POLICY_PROFILE
 	PolicyDir      string // CONSOLE_POLICY_DIR
 	ToolsFile      string // CONSOLE_TOOLS
+	MCPFile        string // CONSOLE_MCP
 	Addr           string // CONSOLE_ADDR; default 127.0.0.1:8080
 	BaseURL        string // CONSOLE_BASE_URL
 	SessionKeys    string // CONSOLE_SESSION_KEYS
@@ -42,6 +43,7 @@ func loadEnvConfig(getenv func(string) string) envConfig {
 		PolicyProfile:  getenv("CONSOLE_POLICY_PROFILE"),
 		PolicyDir:      getenv("CONSOLE_POLICY_DIR"),
 		ToolsFile:      getenv("CONSOLE_TOOLS"),
+		MCPFile:        getenv("CONSOLE_MCP"),
 		Addr:           or("CONSOLE_ADDR", "127.0.0.1:8080"),
 		BaseURL:        getenv("CONSOLE_BASE_URL"),
 		SessionKeys:    getenv("CONSOLE_SESSION_KEYS"),
