@@ -69,7 +69,7 @@ func (s *session) call(ctx context.Context, req *mcp.CallToolRequest, u *upstrea
 	switch res.Decision {
 	case engine.DecisionAllow, engine.DecisionAllowWithModifications:
 		defer s.mu.unlock()
-		forwarded := any(req.Params.Arguments)
+		forwarded := sentArguments(req)
 		if res.Decision == engine.DecisionAllowWithModifications {
 			forwarded = res.EffectiveArguments
 		}
@@ -83,6 +83,16 @@ func (s *session) call(ctx context.Context, req *mcp.CallToolRequest, u *upstrea
 		s.mu.unlock()
 		return denied(res.Result, t), nil
 	}
+}
+
+// sentArguments are the arguments to forward: the client's bytes as they
+// came, or none at all when it sent none or a JSON null (which the gate
+// read as no arguments, and which upstreams refuse as not an object).
+func sentArguments(req *mcp.CallToolRequest) any {
+	if raw := bytes.TrimSpace(req.Params.Arguments); len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	return req.Params.Arguments
 }
 
 // pendingKey keys a parked call on its tool and normalized arguments (the
@@ -191,7 +201,7 @@ func (s *session) awaitApproval(ctx context.Context, req *mcp.CallToolRequest, u
 	s.afterProposal(rr.RunStatus)
 	switch {
 	case rr.Authorized:
-		return s.forward(u, t, req.Params.Arguments, pc.runID, pc.invocationID), nil
+		return s.forward(u, t, sentArguments(req), pc.runID, pc.invocationID), nil
 	case rr.Result != nil:
 		return denied(rr.Result, t), nil
 	}
