@@ -80,6 +80,12 @@ bench: $(BENCHSTAT) ## benchmarks (engine, service, console) into .artifacts/ben
 	@awk '/^BenchmarkProposeAllowSides\/side=/ { side = $$1; sub(/.*side=/, "", side); sub(/-[0-9]+$$/, "", side); ns[side] += $$3; n[side]++ } \
 		END { if (n["http"] && n["floor"]) printf "allowed proposals over HTTP: %.2f of the throughput of their SQL floor (mean ns/op, floor / http)\n", (ns["floor"] / n["floor"]) / (ns["http"] / n["http"]) }' $(ARTIFACTS)/bench.txt
 
+.PHONY: bench-mcp
+bench-mcp: $(BENCHSTAT) ## the MCP gateway's added latency on an allowed call: upstream direct vs through the gateway, over HTTP and stdio
+	mkdir -p $(ARTIFACTS)
+	DATABASE_URL="$$(scripts/pg.sh test)" go test -run '^$$' -bench GatewayAllowedCall -benchtime 200x -count 6 ./mcpgw/ | tee $(ARTIFACTS)/bench-mcp.txt
+	$(BENCHSTAT) -col /path $(ARTIFACTS)/bench-mcp.txt
+
 .PHONY: bench-opa
 bench-opa: ## Gatehouse's evaluator against OPA (Rego) on the same corpus, in one run
 	mkdir -p $(ARTIFACTS)

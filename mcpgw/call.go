@@ -59,9 +59,9 @@ func (s *session) call(ctx context.Context, req *mcp.CallToolRequest, u *upstrea
 		// The same call again (the client left while it waited): wait
 		// for the approval it already has; never a second card.
 		s.mu.unlock()
-		return s.awaitApproval(ctx, req, u, t, args, key, pc, "")
+		return s.awaitApproval(ctx, req, u, t, args, key, pc)
 	}
-	res, cursor, err := s.propose(ctx, u, t, args)
+	res, err := s.propose(ctx, u, t, args)
 	if err != nil {
 		s.mu.unlock()
 		return s.failure(err)
@@ -78,7 +78,7 @@ func (s *session) call(ctx context.Context, req *mcp.CallToolRequest, u *upstrea
 		pc := pendingCall{runID: s.runID, invocationID: res.InvocationID, approvalID: res.ApprovalID}
 		s.pending[key] = pc
 		s.mu.unlock()
-		return s.awaitApproval(ctx, req, u, t, args, key, pc, cursor)
+		return s.awaitApproval(ctx, req, u, t, args, key, pc)
 	default:
 		s.mu.unlock()
 		return denied(res.Result, t), nil
@@ -106,18 +106,13 @@ func pendingKey(t Tool, args map[string]any) string {
 	return t.Spec.Name + "\x00" + hash
 }
 
-// propose proposes the call on the session's run (caller holds mu) and
-// returns the event cursor from before the proposal, from which its
-// approval's events are read. A lease lost since the last call (the run
-// was parked, or the heartbeat missed) is taken again once.
-func (s *session) propose(ctx context.Context, u *upstream, t Tool, args map[string]any) (api.ProposeResult, string, error) {
+// propose proposes the call on the session's run (caller holds mu). A
+// lease lost since the last call (the run was parked, or the heartbeat
+// missed) is taken again once.
+func (s *session) propose(ctx context.Context, u *upstream, t Tool, args map[string]any) (api.ProposeResult, error) {
 	for attempt := 0; ; attempt++ {
 		if err := s.ensureLease(ctx); err != nil {
-			return api.ProposeResult{}, "", err
-		}
-		cursor, err := s.g.svc.EventWatermark(ctx, s.principal)
-		if err != nil {
-			return api.ProposeResult{}, "", err
+			return api.ProposeResult{}, err
 		}
 		res, err := s.g.svc.Propose(ctx, s.principal, s.runID, s.lease, engine.ActionRequest{
 			ActionID:    uuid.NewString(),
@@ -132,10 +127,10 @@ func (s *session) propose(ctx context.Context, u *upstream, t Tool, args map[str
 			continue
 		}
 		if err != nil {
-			return api.ProposeResult{}, "", err
+			return api.ProposeResult{}, err
 		}
 		s.afterProposal(res.RunStatus)
-		return res, cursor, nil
+		return res, nil
 	}
 }
 
@@ -162,9 +157,9 @@ func (s *session) forward(u *upstream, t Tool, args any, runID, invocationID str
 // waits, telling it (progress notifications) when the approval expires,
 // then, once approved, revalidates and forwards the call exactly once.
 // A client that leaves ends the wait, not the approval: the same call
-// again finds it. cursor "" reads the run's events from its start.
-func (s *session) awaitApproval(ctx context.Context, req *mcp.CallToolRequest, u *upstream, t Tool, args map[string]any, key string, pc pendingCall, cursor string) (*mcp.CallToolResult, error) {
-	resolution, err := s.waitResolution(ctx, req, key, pc, cursor)
+// again finds it.
+func (s *session) awaitApproval(ctx context.Context, req *mcp.CallToolRequest, u *upstream, t Tool, args map[string]any, key string, pc pendingCall) (*mcp.CallToolResult, error) {
+	resolution, err := s.waitResolution(ctx, req, key, pc)
 	if err != nil {
 		return nil, err
 	}
@@ -208,11 +203,14 @@ func (s *session) awaitApproval(ctx context.Context, req *mcp.CallToolRequest, u
 	return textError(fmt.Sprintf("gatehouse: this call's approval was already used (the invocation is %s); it is not run again.", rr.InvocationStatus)), nil
 }
 
-// waitResolution reads the run's events until the approval is resolved,
-// expired or cancelled, sending a progress notification per interval
-// when the client asked for progress.
-func (s *session) waitResolution(ctx context.Context, req *mcp.CallToolRequest, key string, pc pendingCall, cursor string) (api.ApprovalResolution, error) {
+// waitResolution reads the run's events, from the run's first, until the
+// approval is resolved, expired or cancelled, sending a progress
+// notification per interval when the client asked for progress. Reading
+// from the start costs a page per wait and spares every allowed call a
+// watermark query before its proposal.
+func (s *session) waitResolution(ctx context.Context, req *mcp.CallToolRequest, key string, pc pendingCall) (api.ApprovalResolution, error) {
 	started := now()
+	cursor := ""
 	token := req.Params.GetProgressToken()
 	for {
 		evs, err := s.g.svc.ListEvents(ctx, s.principal, service.EventFilter{After: cursor, RunID: pc.runID, Limit: 500, Wait: s.g.cfg.ProgressInterval})

@@ -30,7 +30,6 @@ type Service interface {
 	RecordResult(ctx context.Context, p engine.Principal, runID, invocationID string, lease api.Lease, status string) (api.WorkerInvocation, error)
 	CompleteRun(ctx context.Context, p engine.Principal, runID string, lease api.Lease, status string) (api.Run, error)
 	CancelRun(ctx context.Context, p engine.Principal, runID string) (api.Run, error)
-	EventWatermark(ctx context.Context, p engine.Principal) (string, error)
 	ListEvents(ctx context.Context, p engine.Principal, f service.EventFilter) ([]api.Event, error)
 }
 

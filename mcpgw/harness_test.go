@@ -97,7 +97,7 @@ const procYAML = `
 `
 
 type harness struct {
-	t        *testing.T
+	t        testing.TB
 	svc      *service.Service
 	gw       *mcpgw.Gateway
 	endpoint string
@@ -105,6 +105,8 @@ type harness struct {
 	tokens   map[string]string // principal id -> bearer token
 	dir      *auth.Directory
 	procLog  string // calls the stdio upstream received, one per line
+	upstream string // the in-process upstream's URL
+	exe      string // this test binary, the stdio upstream
 
 	mu       sync.Mutex
 	forwards map[string]int // calls the in-process upstream received, by tool
@@ -127,7 +129,7 @@ const principalsYAML = `principals:
   - {id: other, tenant_id: %[2]s, scopes: [run.read, run.write, run.cancel, approval.read, approval.resolve, mcp.demo.use, mcp.demo.write], tokens: [{name: a, sha256: %[6]q}]}
 `
 
-func setup(t *testing.T, o harnessOpts) *harness {
+func setup(t testing.TB, o harnessOpts) *harness {
 	t.Helper()
 	h := &harness{t: t, tenant: "t" + strings.ReplaceAll(uuid.NewString()[:13], "-", ""), tokens: map[string]string{}, forwards: map[string]int{}}
 
@@ -142,6 +144,7 @@ func setup(t *testing.T, o harnessOpts) *harness {
 		return s
 	}, nil))
 	t.Cleanup(up.Close)
+	h.upstream = up.URL
 
 	proc := ""
 	if o.proc {
@@ -149,7 +152,7 @@ func setup(t *testing.T, o harnessOpts) *harness {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h.procLog = filepath.Join(t.TempDir(), "calls")
+		h.exe, h.procLog = exe, filepath.Join(t.TempDir(), "calls")
 		proc = fmt.Sprintf(procYAML, exe, h.procLog)
 	}
 	cfg, err := mcpgw.Parse("gateway.yaml", fmt.Appendf(nil, gatewayYAML, up.URL, proc+o.extra))
@@ -373,7 +376,7 @@ func (h *harness) invocations(runID string) []api.Invocation {
 }
 
 // eventually retries cond until it holds or 10 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
