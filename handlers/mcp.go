@@ -2,12 +2,15 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"gatehouse/handlers/internal/httpx"
 	"gatehouse/mcpgw"
+	"gatehouse/web/templates"
 )
 
 // withMCPPrincipal hands the principal bearer authentication found to the
@@ -39,4 +42,52 @@ func refuseCrossOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// mcpTools lists the gateway's upstream tools for the policy page.
+func (s *Server) mcpTools() func() []templates.MCPToolRow {
+	if s.cfg.MCP == nil {
+		return nil
+	}
+	return func() []templates.MCPToolRow {
+		var rows []templates.MCPToolRow
+		for _, h := range s.cfg.MCP.Hints() {
+			row := templates.MCPToolRow{Upstream: h.Upstream, Tool: h.Tool, CatalogName: h.CatalogName, Hints: annotationHints(h.Annotations)}
+			switch {
+			case !h.Classified:
+				row.Status = "unclassified (hidden)"
+			case !h.Listed:
+				row.Status = "classified, not listed by the upstream"
+			default:
+				row.Status = "classified"
+			}
+			if h.Disconnected {
+				row.Status += "; upstream disconnected"
+			}
+			rows = append(rows, row)
+		}
+		return rows
+	}
+}
+
+// annotationHints spells out the hints an upstream set, true ones only.
+func annotationHints(a *mcp.ToolAnnotations) string {
+	if a == nil {
+		return ""
+	}
+	var hints []string
+	for _, h := range []struct {
+		name string
+		set  bool
+	}{
+		{"readOnly", a.ReadOnlyHint},
+		{"destructive", a.DestructiveHint != nil && *a.DestructiveHint},
+		{"idempotent", a.IdempotentHint},
+		{"openWorld", a.OpenWorldHint != nil && *a.OpenWorldHint},
+	} {
+		if h.set {
+			hints = append(hints, h.name)
+		}
+	}
+	return strings.Join(hints, ", ")
 }

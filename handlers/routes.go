@@ -75,7 +75,7 @@ func (s *Server) mcpRoutes(e *echo.Echo, a *api.Handlers) {
 		authn = a.AuthenticateBearerOrDev
 	}
 	m := e.Group("/mcp", refuseCrossOrigin, authn, a.LimitRate, api.RequireScope(scopeRunWrite), withMCPPrincipal)
-	m.Any("", echo.WrapHandler(s.cfg.MCP))
+	m.Any("", echo.WrapHandler(s.cfg.MCP.Handler()))
 }
 
 // consoleRoutes mounts the console. Every group's middleware is attached
@@ -84,6 +84,7 @@ func (s *Server) consoleRoutes(e *echo.Echo) {
 	cn := console.New(console.Config{
 		Service: s.cfg.Service, Sessions: s.cfg.Sessions, Directory: s.cfg.Directory, Policy: s.cfg.Policy,
 		BaseURL: s.cfg.BaseURL, DevMode: s.cfg.DevMode, SessionKeys: s.cfg.SessionKeys, Now: s.now, Logger: s.log,
+		MCPTools: s.mcpTools(),
 	})
 
 	e.Match([]string{http.MethodGet, http.MethodHead}, "/static/*", console.StaticFiles(web.Static()), console.WithSecurityHeaders, console.CacheStatic)

@@ -18,6 +18,7 @@ import (
 	"gatehouse/handlers/console"
 	"gatehouse/handlers/internal/httpx"
 	"gatehouse/internal/metrics"
+	"gatehouse/mcpgw"
 	"gatehouse/rules"
 )
 
@@ -53,9 +54,16 @@ type Config struct {
 	// IPExtractor decides the client address; nil: the direct peer address,
 	// never a forwarded header.
 	IPExtractor echo.IPExtractor
-	// MCP is the MCP gateway's Streamable HTTP handler (mcpgw), mounted at
-	// /mcp; nil: no gateway configured (CONSOLE_MCP unset).
-	MCP http.Handler
+	// MCP is the MCP gateway (mcpgw), mounted at /mcp, whose upstreams'
+	// tools the policy page lists; nil: none (CONSOLE_MCP unset).
+	MCP MCPGateway
+}
+
+// MCPGateway is what the server uses of the MCP gateway; *mcpgw.Gateway
+// satisfies it.
+type MCPGateway interface {
+	Handler() http.Handler
+	Hints() []mcpgw.Hint
 }
 
 // RateLimit is a token bucket per principal (api.RateLimit).

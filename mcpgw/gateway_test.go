@@ -2,6 +2,10 @@ package mcpgw_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -11,7 +15,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"gatehouse/api"
+	"gatehouse/auth"
 	"gatehouse/engine"
+	"gatehouse/handlers"
+	"gatehouse/internal/metrics"
 	"gatehouse/mcpgw"
 	"gatehouse/service"
 )
@@ -298,5 +305,44 @@ func TestStdioBridgeForwardsToTheGatewayUnderTheToken(t *testing.T) {
 	_ = cs.Close()
 	if err := <-served; err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestPolicyPageListsEachUpstreamsToolsWithTheirDecisionAndHints(t *testing.T) {
+	t.Parallel()
+	h := setup(t, harnessOpts{})
+	// A dev-mode console (it signs the dev principal in) over the same gateway.
+	ts := httptest.NewUnstartedServer(nil)
+	base := "http://" + ts.Listener.Addr().String()
+	srv, err := handlers.New(handlers.Config{
+		Service: h.svc, Directory: auth.Dev(), Policy: h.policy, Metrics: metrics.New(), BaseURL: base,
+		Sessions: h.sessions, SessionKeys: [][]byte{make([]byte, 32)}, DevMode: true, MCP: h.gw,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Config.Handler = srv.Handler()
+	ts.Start()
+	t.Cleanup(ts.Close)
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(base + "/policy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	page := string(body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("policy page: %d", resp.StatusCode)
+	}
+	for _, want := range []string{
+		`data-tool="demo.add_note"`, "require_approval", // in the catalog, with its effective decision
+		`data-tool="demo/export_notebook"`, "unclassified (hidden)", // listed by the upstream, not classified
+		`data-tool="demo/echo"`, "readOnly", // the upstream's hint, shown
+	} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the policy page lacks %q", want)
+		}
 	}
 }

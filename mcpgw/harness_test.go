@@ -106,6 +106,8 @@ type harness struct {
 	dir      *auth.Directory
 	procLog  string // calls the stdio upstream received, one per line
 	upstream string // the in-process upstream's URL
+	policy   *rules.Set
+	sessions *service.ConsoleSessions
 	exe      string // this test binary, the stdio upstream
 
 	mu       sync.Mutex
@@ -163,6 +165,7 @@ func setup(t testing.TB, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.policy = policy
 	hashes := []any{h.tenant, h.tenant + "x"}
 	for _, id := range []string{"agent", "nouse", "nowrite", "other"} {
 		tok, sum, err := auth.NewToken()
@@ -190,11 +193,12 @@ func setup(t testing.TB, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.sessions = sessions
 	ts := httptest.NewUnstartedServer(nil)
 	base := "http://" + ts.Listener.Addr().String()
 	srv, err := handlers.New(handlers.Config{
 		Service: h.svc, Directory: h.dir, Policy: policy, Metrics: m, BaseURL: base, Sessions: sessions,
-		SessionKeys: [][]byte{make([]byte, 32)}, MCP: h.gw.Handler(),
+		SessionKeys: [][]byte{make([]byte, 32)}, MCP: h.gw,
 		RateLimit: handlers.RateLimit{PerSecond: 10000, Burst: 10000},
 	})
 	if err != nil {

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"gatehouse/auth"
+	"gatehouse/handlers"
 	"gatehouse/mcpgw"
 	"gatehouse/rules"
 	"gatehouse/service"
@@ -73,10 +73,10 @@ func devMCPScopes(cfg serveConfig, m *mcpgw.Config, dir *auth.Directory) (*auth.
 	return dir.WithScopes(auth.DevPrincipalID, m.DevPrincipalScopes)
 }
 
-// startGateway connects the gateway to its upstreams and returns its
-// handler for /mcp (nil without CONSOLE_MCP); it closes, ending every
-// client session's run, when ctx ends.
-func startGateway(ctx context.Context, in serveInputs, svc *service.Service, logger *slog.Logger) (http.Handler, error) {
+// startGateway connects the gateway to its upstreams (nil without
+// CONSOLE_MCP); it closes, ending every client session's run, when ctx
+// ends.
+func startGateway(ctx context.Context, in serveInputs, svc *service.Service, logger *slog.Logger) (handlers.MCPGateway, error) {
 	if in.mcp == nil {
 		return nil, nil
 	}
@@ -86,5 +86,5 @@ func startGateway(ctx context.Context, in serveInputs, svc *service.Service, log
 	}
 	context.AfterFunc(ctx, gw.Close)
 	logger.Info("mcp gateway", "path", "/mcp", "upstreams", len(in.mcp.Upstreams), "config", in.mcp.File)
-	return gw.Handler(), nil
+	return gw, nil
 }

@@ -218,7 +218,7 @@ func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgx
 	if err != nil {
 		return nil, nil, err
 	}
-	mcpHandler, err := startGateway(ctx, in, svc, logger)
+	gateway, err := startGateway(ctx, in, svc, logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -240,7 +240,7 @@ func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgx
 		Sessions:     sessions,
 		RateLimit:    handlers.RateLimit{PerSecond: cfg.ratePerSecond, Burst: cfg.rateBurst},
 		IPExtractor:  ipExtractor,
-		MCP:          mcpHandler,
+		MCP:          gateway,
 	})
 	if err != nil {
 		return nil, nil, err

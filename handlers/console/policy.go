@@ -23,6 +23,9 @@ func (cn *Console) PolicyShow(c echo.Context) error {
 	}
 	m := policyView(cn.policy, cn.now())
 	m.Page = page
+	if cn.mcpTools != nil {
+		m.MCPTools = cn.mcpTools()
+	}
 	return cn.render(c, http.StatusOK, templates.Policy(m))
 }
 

@@ -22,6 +22,7 @@ import (
 	"gatehouse/handlers/internal/httpx"
 	"gatehouse/rules"
 	"gatehouse/service"
+	"gatehouse/web/templates"
 )
 
 // The console cookie holds a random session id (or, before sign-in, the
@@ -52,6 +53,7 @@ type Console struct {
 	cookieName string
 	store      Sessions
 	origin     *http.CrossOriginProtection
+	mcpTools   func() []templates.MCPToolRow
 }
 
 // Config wires the console; handlers.New fills it from its own Config
@@ -70,6 +72,9 @@ type Config struct {
 	SessionKeys [][]byte
 	Now         func() time.Time
 	Logger      *slog.Logger
+	// MCPTools lists the MCP gateway's upstream tools for the policy page
+	// (classified or not, with the upstream's own hints); nil: no gateway.
+	MCPTools func() []templates.MCPToolRow
 }
 
 // New builds the console's handlers.
@@ -109,6 +114,7 @@ func New(cfg Config) *Console {
 		cookieName: name,
 		store:      cfg.Sessions,
 		origin:     http.NewCrossOriginProtection(),
+		mcpTools:   cfg.MCPTools,
 	}
 }
 

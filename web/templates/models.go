@@ -261,6 +261,18 @@ type PolicyPage struct {
 	Matrix        []MatrixRow
 	Hardline      []string
 	Tools         []ToolRow
+	MCPTools      []MCPToolRow
+}
+
+// MCPToolRow is one tool an MCP upstream lists, or one the operator
+// classified: the upstream's own annotations are hints for whoever
+// classifies it, never an input of a decision.
+type MCPToolRow struct {
+	Upstream    string
+	Tool        string // the upstream's name
+	CatalogName string // "" when unclassified
+	Status      string // classified | unclassified (hidden) | classified, not listed
+	Hints       string // readOnlyHint, destructiveHint... as the upstream states them
 }
 
 // Bar is one bar of a small chart.
