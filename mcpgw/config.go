@@ -70,6 +70,10 @@ type Upstream struct {
 	Stdio       *Stdio
 	HTTP        *HTTP
 	Tools       []Tool
+	// HideResources and HidePrompts keep the upstream's resources and
+	// prompts from clients; by default they pass through read-only.
+	HideResources bool
+	HidePrompts   bool
 }
 
 // Stdio launches the upstream as a child process speaking MCP on stdio.
@@ -129,11 +133,13 @@ type configDoc struct {
 }
 
 type upstreamDoc struct {
-	ID          string    `yaml:"id"`
-	OriginTrust string    `yaml:"origin_trust"`
-	Stdio       *stdioDoc `yaml:"stdio"`
-	HTTP        *httpDoc  `yaml:"http"`
-	Tools       []toolDoc `yaml:"tools"`
+	ID            string    `yaml:"id"`
+	OriginTrust   string    `yaml:"origin_trust"`
+	Stdio         *stdioDoc `yaml:"stdio"`
+	HTTP          *httpDoc  `yaml:"http"`
+	Tools         []toolDoc `yaml:"tools"`
+	HideResources bool      `yaml:"hide_resources"`
+	HidePrompts   bool      `yaml:"hide_prompts"`
 }
 
 type stdioDoc struct {
@@ -277,7 +283,7 @@ func (p parser) upstream(d upstreamDoc, node *yaml.Node, gatewayTrust engine.Tru
 	if !validID(d.ID) {
 		return Upstream{}, p.errf(line, d.ID, CodeUpstream, "upstream id %q must be one [a-z][a-z0-9_]* word of at most 64 characters (it becomes the scope segment mcp.{id})", d.ID)
 	}
-	u := Upstream{ID: d.ID}
+	u := Upstream{ID: d.ID, HideResources: d.HideResources, HidePrompts: d.HidePrompts}
 	var err error
 	if u.OriginTrust, err = p.trust(d.OriginTrust, gatewayTrust, p.line(node, "origin_trust")); err != nil {
 		return Upstream{}, err

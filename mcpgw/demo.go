@@ -48,6 +48,14 @@ func DemoServer(onCall func(tool string, args json.RawMessage)) *mcp.Server {
 		InputSchema: schema(map[string]string{"to": "string"})}, func(a map[string]string) (string, bool) {
 		return "exported to " + a["to"], false
 	})
+	s.AddResource(&mcp.Resource{URI: "notes://index", Name: "index", Description: "The notebook's note titles.", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: d.titles()}}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "summarize_notes", Description: "Ask for a summary of the notebook."},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Summarize these notes:\n" + d.titles()}}}}, nil
+		})
 	return s
 }
 

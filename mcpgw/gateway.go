@@ -105,7 +105,9 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		Logger:                    g.log,
 		SupportedProtocolVersions: sessionProtocols,
 		Capabilities: &mcp.ServerCapabilities{
-			Tools: &mcp.ToolCapabilities{ListChanged: true},
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
 		},
 	})
 	for _, uc := range g.cfg.Upstreams {

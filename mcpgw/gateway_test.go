@@ -346,3 +346,87 @@ func TestPolicyPageListsEachUpstreamsToolsWithTheirDecisionAndHints(t *testing.T
 		}
 	}
 }
+
+func TestGatewayReChecksTheListingWhenAnUpstreamsToolsChange(t *testing.T) {
+	t.Parallel()
+	h := setup(t, harnessOpts{})
+	changed := make(chan struct{}, 8)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1.0"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: h.endpoint, HTTPClient: bearerClient(h.tokens["agent"])}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	// The upstream adds a tool nobody classified and withdraws a classified one.
+	h.upstreamServer.AddTool(&mcp.Tool{Name: "wipe_everything", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			h.count("wipe_everything")
+			return &mcp.CallToolResult{}, nil
+		})
+	h.upstreamServer.RemoveTools("list_notes")
+	eventually(t, "the gateway re-lists: the new tool is a hint, the withdrawn one gone", func() bool {
+		var newTool, withdrawn bool
+		for _, hint := range h.gw.Hints() {
+			newTool = newTool || (hint.Tool == "wipe_everything" && !hint.Classified)
+			withdrawn = withdrawn || (hint.Tool == "list_notes" && !hint.Listed)
+		}
+		return newTool && withdrawn
+	})
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client heard no list_changed")
+	}
+	var names []string
+	for tool, err := range cs.Tools(t.Context(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	if slices.Contains(names, "demo.wipe_everything") || slices.Contains(names, "demo.list_notes") || !slices.Contains(names, "demo.echo") {
+		t.Fatalf("tools/list after the change: %v", names)
+	}
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "demo.wipe_everything"}); err == nil || h.forwarded("wipe_everything") != 0 {
+		t.Fatal("a new unclassified tool was callable")
+	}
+}
+
+func TestGatewayPassesResourcesAndPromptsThroughReadOnlyToHoldersOfTheUseScope(t *testing.T) {
+	t.Parallel()
+	h := setup(t, harnessOpts{})
+	cs := h.connect("agent", nil)
+	call(t, cs, "demo.echo", map[string]any{"message": "m"})
+	var uris []string
+	for r, err := range cs.Resources(t.Context(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		uris = append(uris, r.URI)
+	}
+	if !slices.Equal(uris, []string{"notes://index"}) {
+		t.Fatalf("resources: %v", uris)
+	}
+	rr, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "notes://index"})
+	if err != nil || len(rr.Contents) != 1 {
+		t.Fatalf("read: %v %v", rr, err)
+	}
+	gp, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "demo.summarize_notes"})
+	if err != nil || len(gp.Messages) != 1 {
+		t.Fatalf("prompt: %v %v", gp, err)
+	}
+	// Without mcp.demo.use nothing of the upstream is readable.
+	nouse := h.connect("nouse", nil)
+	if _, err := nouse.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "notes://index"}); err == nil || !strings.Contains(err.Error(), "mcp.demo.use") {
+		t.Fatalf("read without mcp.demo.use: %v", err)
+	}
+	if _, err := nouse.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "demo.summarize_notes"}); err == nil {
+		t.Fatal("prompt without mcp.demo.use")
+	}
+	// Reads are not proposals: the run holds only the tool call.
+	if inv := h.invocations(h.runs(h.principal("agent"), 1)[0].ID); len(inv) != 1 {
+		t.Fatalf("invocations: %d", len(inv))
+	}
+}

@@ -106,9 +106,12 @@ type harness struct {
 	dir      *auth.Directory
 	procLog  string // calls the stdio upstream received, one per line
 	upstream string // the in-process upstream's URL
-	policy   *rules.Set
-	sessions *service.ConsoleSessions
-	exe      string // this test binary, the stdio upstream
+	// upstreamServer is the in-process upstream, one server for every
+	// session (the gateway's and a benchmark's direct one).
+	upstreamServer *mcp.Server
+	policy         *rules.Set
+	sessions       *service.ConsoleSessions
+	exe            string // this test binary, the stdio upstream
 
 	mu       sync.Mutex
 	forwards map[string]int // calls the in-process upstream received, by tool
@@ -135,16 +138,14 @@ func setup(t testing.TB, o harnessOpts) *harness {
 	t.Helper()
 	h := &harness{t: t, tenant: "t" + strings.ReplaceAll(uuid.NewString()[:13], "-", ""), tokens: map[string]string{}, forwards: map[string]int{}}
 
-	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
-		s := mcpgw.DemoServer(func(tool string, _ json.RawMessage) { h.count(tool) })
-		// A command tool for the matrix and hardline cases; it runs nothing.
-		s.AddTool(&mcp.Tool{Name: "run_command", InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				h.count("run_command")
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran"}}}, nil
-			})
-		return s
-	}, nil))
+	h.upstreamServer = mcpgw.DemoServer(func(tool string, _ json.RawMessage) { h.count(tool) })
+	// A command tool for the matrix and hardline cases; it runs nothing.
+	h.upstreamServer.AddTool(&mcp.Tool{Name: "run_command", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			h.count("run_command")
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran"}}}, nil
+		})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.upstreamServer }, nil))
 	t.Cleanup(up.Close)
 	h.upstream = up.URL
 

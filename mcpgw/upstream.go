@@ -23,9 +23,10 @@ type upstream struct {
 	g   *Gateway
 	cfg Upstream
 
-	mu     sync.Mutex
-	cs     *mcp.ClientSession
-	listed []*mcp.Tool // the last listing, for hints
+	mu       sync.Mutex
+	cs       *mcp.ClientSession
+	listed   []*mcp.Tool // the last listing, for hints
+	readOnly readOnly    // the resources, templates and prompts mirrored now
 }
 
 func newUpstream(g *Gateway, cfg Upstream) *upstream { return &upstream{g: g, cfg: cfg} }
@@ -43,7 +44,13 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		// list_changed re-reads the listing and re-checks it against the
 		// operator's classification: a new tool stays hidden until the
 		// operator classifies it and restarts the server.
-		ToolListChangedHandler: func(ctx context.Context, _ *mcp.ToolListChangedRequest) {
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			u.g.wg.Go(func() { u.relist(u.g.closing) })
+		},
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+			u.g.wg.Go(func() { u.relist(u.g.closing) })
+		},
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
 			u.g.wg.Go(func() { u.relist(u.g.closing) })
 		},
 		Capabilities: &mcp.ClientCapabilities{},
@@ -63,6 +70,7 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	}
 	u.cs, u.listed = cs, tools
 	u.g.syncTools(u, tools)
+	u.g.syncReadOnly(ctx, u, cs)
 	u.g.wg.Go(func() {
 		_ = cs.Wait()
 		u.mu.Lock()
@@ -88,9 +96,10 @@ func (u *upstream) relist(ctx context.Context) {
 		return
 	}
 	u.mu.Lock()
+	defer u.mu.Unlock()
 	u.listed = tools
-	u.mu.Unlock()
 	u.g.syncTools(u, tools)
+	u.g.syncReadOnly(ctx, u, cs)
 }
 
 func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
