@@ -58,7 +58,7 @@ unit: ## unit and service tests with -race against PostgreSQL (and the MCP refer
 .PHONY: e2e
 e2e: ## end-to-end tests: the real binary, PostgreSQL, headless Chromium
 	mkdir -p $(ARTIFACTS)
-	CHROMIUM="$$(scripts/chromium.sh)" DATABASE_URL="$$(scripts/pg.sh test)" ARTIFACTS="$(ARTIFACTS)" \
+	CHROMIUM="$$(scripts/chromium.sh)" MCP_EVERYTHING="$$(scripts/mcp-everything.sh)" DATABASE_URL="$$(scripts/pg.sh test)" ARTIFACTS="$(ARTIFACTS)" \
 		go test -count=1 -timeout 20m ./e2e/...
 
 .PHONY: fuzz

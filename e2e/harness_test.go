@@ -80,13 +80,15 @@ var (
 // testPrincipals: two tenants; alice may do everything an agent and an
 // approver do, bob only approves, agent runs and reads runs as an agent
 // token does (no approval scope), carol is alice's twin in another tenant,
-// and nobody holds no scope at all (403 tests).
+// nobody holds no scope at all (403 tests), and mcpagent is an MCP client's
+// principal (the gateway's demo and reference upstreams).
 var testPrincipals = []principalSpec{
 	{"alice", "acme", concat(runScopes, approverScopes, toolScopes)},
 	{"agent", "acme", concat([]string{"run.read", "run.write"}, toolScopes)},
 	{"bob", "acme", concat(approverScopes, []string{"run.read"})},
 	{"carol", "globex", concat(runScopes, approverScopes, toolScopes)},
 	{"nobody", "acme", nil},
+	{"mcpagent", "acme", concat(runScopes, []string{"mcp.demo.use", "mcp.demo.write", "mcp.everything.use"})},
 }
 
 func concat(lists ...[]string) []string {

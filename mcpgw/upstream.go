@@ -188,7 +188,7 @@ func (u *upstream) call(name string, raw any) (*mcp.CallToolResult, outcome) {
 	case rejected(err):
 		return nil, outcomeFailed
 	}
-	u.g.log.Warn("mcp upstream call ended without an answer; recorded uncertain", "upstream", u.cfg.ID, "tool", name, "error", err)
+	u.g.log.Warn("mcp upstream call ended without an answer; recorded uncertain", "upstream", u.cfg.ID, "tool", name, "error", errorClass(err))
 	return nil, outcomeUncertain
 }
 
@@ -205,6 +205,17 @@ func rejected(err error) bool {
 		return true
 	}
 	return false
+}
+
+// errorClass describes an upstream error for the log: an upstream's
+// JSON-RPC error by its code only, since its message may quote the
+// arguments, and logs never carry argument values.
+func errorClass(err error) string {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return fmt.Sprintf("upstream error %d", we.Code)
+	}
+	return err.Error()
 }
 
 // classify splits a listing into the tools the operator classified (by
