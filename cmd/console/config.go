@@ -58,8 +58,10 @@ func loadEnvConfig(getenv func(string) string) envConfig {
 	}
 }
 
-// policyOptions are the policy files the environment names; serve's flags
-// may replace them.
-func (e envConfig) policyOptions() rules.Options {
-	return rules.Options{PolicyDir: e.PolicyDir, ToolsFile: e.ToolsFile, DefaultProfile: e.PolicyProfile}
+// policyOptions are the policy files the environment names, with the MCP
+// gateway's tools (CONSOLE_MCP), so `policy check` validates that file and
+// `policy eval` knows its tools; serve's flags may replace them.
+func (e envConfig) policyOptions() (rules.Options, error) {
+	_, opts, err := loadMCP(e.MCPFile, rules.Options{PolicyDir: e.PolicyDir, ToolsFile: e.ToolsFile, DefaultProfile: e.PolicyProfile})
+	return opts, err
 }

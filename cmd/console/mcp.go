@@ -51,21 +51,21 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// loadMCP reads CONSOLE_MCP, when set, adding its tools to the policy
-// options, and in dev mode grants the dev principal the file's
-// dev_principal_scopes (it holds no mcp scope otherwise).
-func loadMCP(cfg serveConfig, opts rules.Options) (*mcpgw.Config, rules.Options, error) {
-	if cfg.mcpFile == "" {
+// loadMCP reads the MCP gateway's file (CONSOLE_MCP), when one is named,
+// adding its tools to the policy options.
+func loadMCP(file string, opts rules.Options) (*mcpgw.Config, rules.Options, error) {
+	if file == "" {
 		return nil, opts, nil
 	}
-	m, err := mcpgw.LoadFile(cfg.mcpFile)
+	m, err := mcpgw.LoadFile(file)
 	if err != nil {
 		return nil, opts, fmt.Errorf("loading the MCP gateway's upstreams: %w", err)
 	}
 	return m, m.PolicyOptions(opts), nil
 }
 
-// devMCPScopes gives the dev principal what the file grants it.
+// devMCPScopes gives the dev principal the file's dev_principal_scopes:
+// in dev mode it holds no mcp scope otherwise.
 func devMCPScopes(cfg serveConfig, m *mcpgw.Config, dir *auth.Directory) (*auth.Directory, error) {
 	if !cfg.devMode || m == nil || len(m.DevPrincipalScopes) == 0 {
 		return dir, nil

@@ -32,7 +32,11 @@ func runPolicy(env envConfig, args []string, stdin io.Reader, stdout io.Writer) 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: policy %s takes no arguments", errUsage, args[0])
 	}
-	set, err := rules.Load(env.policyOptions())
+	opts, err := env.policyOptions()
+	if err != nil {
+		return fmt.Errorf("policy: %w", err)
+	}
+	set, err := rules.Load(opts)
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}

@@ -170,7 +170,7 @@ func loadServeInputs(cfg serveConfig) (serveInputs, error) {
 	var in serveInputs
 	var opts rules.Options
 	var err error
-	in.mcp, opts, err = loadMCP(cfg, rules.Options{PolicyDir: cfg.policyDir, ToolsFile: cfg.toolsFile, DefaultProfile: cfg.policyProfile})
+	in.mcp, opts, err = loadMCP(cfg.mcpFile, rules.Options{PolicyDir: cfg.policyDir, ToolsFile: cfg.toolsFile, DefaultProfile: cfg.policyProfile})
 	if err != nil {
 		return in, err
 	}
