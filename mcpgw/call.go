@@ -159,7 +159,14 @@ func (s *session) forward(u *upstream, t Tool, args any, runID, invocationID str
 // A client that leaves ends the wait, not the approval: the same call
 // again finds it.
 func (s *session) awaitApproval(ctx context.Context, req *mcp.CallToolRequest, u *upstream, t Tool, args map[string]any, key string, pc pendingCall) (*mcp.CallToolResult, error) {
-	resolution, err := s.waitResolution(ctx, req, key, pc)
+	waitCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(s.ending, stop)()
+	me, err := s.takeWait(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	resolution, err := s.waitResolution(waitCtx, req, key, pc)
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +174,10 @@ func (s *session) awaitApproval(ctx context.Context, req *mcp.CallToolRequest, u
 		return nil, err
 	}
 	defer s.mu.unlock()
+	if cur, ok := s.pending[key]; !ok || cur.waiter != me {
+		// The client called again: the newer wait answers it.
+		return nil, errSuperseded
+	}
 	delete(s.pending, key)
 	switch resolution.Status {
 	case engine.ApprovalApproved:
@@ -234,6 +245,26 @@ func (s *session) waitResolution(ctx context.Context, req *mcp.CallToolRequest, 
 			s.progress(ctx, req, token, pc, started)
 		}
 	}
+}
+
+// errSuperseded ends a wait the client left and replaced by calling again.
+var errSuperseded = errors.New("gatehouse: this call was made again in the session; the newer call gets the result")
+
+// takeWait makes the caller the wait that answers the parked call key;
+// errSuperseded when another wait has already answered it.
+func (s *session) takeWait(ctx context.Context, key string) (uint64, error) {
+	if err := s.mu.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer s.mu.unlock()
+	pc, ok := s.pending[key]
+	if !ok {
+		return 0, errSuperseded
+	}
+	s.waiters++
+	pc.waiter = s.waiters
+	s.pending[key] = pc
+	return s.waiters, nil
 }
 
 func requestedExpiry(e api.Event, approvalID string) (time.Time, bool) {

@@ -126,6 +126,9 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 			DisableLocalhostProtection: true,
 		}))
 	g.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			g.ending(r)
+		}
 		if r.Header.Get("Authorization") == "" {
 			// The dev principal comes without a token; the SDK's
 			// middleware wants a header, and verifyPrincipal reads only
@@ -153,6 +156,7 @@ func (g *Gateway) Close() {
 	}
 	g.mu.Unlock()
 	for _, s := range sessions {
+		s.stopWaits()
 		_ = s.ss.Close()
 	}
 	g.stop()
@@ -160,6 +164,25 @@ func (g *Gateway) Close() {
 		u.close()
 	}
 	g.wg.Wait()
+}
+
+// ending stops the waits of the session a client is closing (DELETE): the
+// SDK closes a session only once its calls in flight returned, and a call
+// waiting for a human would hold the close for hours. Only the session's
+// own principal ends it; anyone else's DELETE is refused by the SDK.
+func (g *Gateway) ending(r *http.Request) {
+	p, ok := r.Context().Value(principalKey{}).(engine.Principal)
+	id := r.Header.Get("Mcp-Session-Id")
+	if !ok || id == "" {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for ss, s := range g.sessions {
+		if ss.ID() == id && s.principal.TenantID == p.TenantID && s.principal.ID == p.ID {
+			s.stopWaits()
+		}
+	}
 }
 
 type principalKey struct{}
@@ -207,6 +230,7 @@ func (g *Gateway) session(ss *mcp.ServerSession, p engine.Principal) *session {
 		g.mu.Lock()
 		delete(g.sessions, ss)
 		g.mu.Unlock()
+		s.stopWaits()
 		s.end()
 	})
 	return s

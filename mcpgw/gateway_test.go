@@ -430,3 +430,27 @@ func TestGatewayPassesResourcesAndPromptsThroughReadOnlyToHoldersOfTheUseScope(t
 		t.Fatalf("invocations: %d", len(inv))
 	}
 }
+
+func TestGatewayAnotherCallWhileOneWaitsIsToldSoAndAClosedSessionCancelsItsParkedRun(t *testing.T) {
+	t.Parallel()
+	h := setup(t, harnessOpts{})
+	cs := h.connect("agent", nil)
+	ctx, leave := context.WithCancel(t.Context())
+	pending := asyncCall(ctx, cs, "demo.add_note", map[string]any{"title": "t", "body": "b"})
+	a := h.pendingApproval()
+	res := call(t, cs, "demo.echo", map[string]any{"message": "meanwhile"})
+	if !res.IsError || !strings.Contains(text(res), "waiting for approval") || h.forwarded("echo") != 0 {
+		t.Fatalf("a call while another waits: %v %q", res.IsError, text(res))
+	}
+	leave() // the client gives up its call, then closes the session
+	<-pending
+	_ = cs.Close()
+	eventually(t, "the parked run is cancelled and its card leaves the queue", func() bool {
+		r, err := h.svc.GetRun(t.Context(), h.principal("agent"), a.RunID)
+		ap, aerr := h.svc.GetApproval(t.Context(), h.principal("approver"), a.ID)
+		return err == nil && aerr == nil && r.Status == api.RunCancelled && ap.Status == engine.ApprovalCancelled
+	})
+	if h.forwarded("add_note") != 0 {
+		t.Fatal("a cancelled call reached the upstream")
+	}
+}

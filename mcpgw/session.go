@@ -25,12 +25,18 @@ type session struct {
 	ss        *mcp.ServerSession
 	principal engine.Principal
 	sessionID string // the Gatehouse session_id of every run of this client session
+	// ending is done once the client session is being closed: waits for
+	// approval stop, since the SDK closes a session only after its calls
+	// in flight returned.
+	ending    context.Context
+	stopWaits context.CancelFunc
 
 	mu      chanMutex
 	runID   string
 	lease   api.Lease
 	held    bool                   // the gateway holds the run's lease
 	pending map[string]pendingCall // calls waiting for approval, by session + tool + arguments
+	waiters uint64                 // numbers each wait, so the latest one takes a parked call
 }
 
 // pendingCall is a call parked for approval. A client that left and calls
@@ -40,6 +46,9 @@ type pendingCall struct {
 	invocationID string
 	approvalID   string
 	expiresAt    time.Time
+	// waiter is the wait that answers the call: the latest, so a client
+	// that called again gets the result, not the wait it left.
+	waiter uint64
 }
 
 // chanMutex is a mutex a waiter can give up on when its context ends.
@@ -57,7 +66,9 @@ func (m chanMutex) lock(ctx context.Context) error {
 func (m chanMutex) unlock() { <-m }
 
 func newSession(g *Gateway, ss *mcp.ServerSession, p engine.Principal) *session {
-	return &session{g: g, ss: ss, principal: p, sessionID: uuid.NewString(), mu: make(chanMutex, 1), pending: map[string]pendingCall{}}
+	ending, endNow := context.WithCancel(g.closing)
+	return &session{g: g, ss: ss, principal: p, sessionID: uuid.NewString(), mu: make(chanMutex, 1), pending: map[string]pendingCall{},
+		ending: ending, stopWaits: endNow}
 }
 
 // errBusy: the session's run waits for a human on another call.
