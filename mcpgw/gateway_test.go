@@ -345,6 +345,29 @@ func TestPolicyPageListsEachUpstreamsToolsWithTheirDecisionAndHints(t *testing.T
 			t.Fatalf("the policy page lacks %q", want)
 		}
 	}
+
+	// In dev mode an MCP client needs no token: it is the dev principal,
+	// who holds no mcp scope unless the file grants it.
+	dev, err := mcp.NewClient(&mcp.Implementation{Name: "dev", Version: "1"}, nil).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	if d := denial(t, call(t, dev, "demo.echo", map[string]any{"message": "x"})); d.ReasonCode != engine.ReasonScopeMissing {
+		t.Fatalf("dev principal without mcp scopes: %+v", d)
+	}
+	// A web page cannot borrow it: cross-origin browser requests are refused.
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("cross-origin POST to /mcp: %d", resp.StatusCode)
+	}
 }
 
 func TestGatewayReChecksTheListingWhenAnUpstreamsToolsChange(t *testing.T) {
