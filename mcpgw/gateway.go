@@ -79,8 +79,9 @@ type Gateway struct {
 var sessionProtocols = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
 // New builds the gateway and connects to every upstream; an upstream that
-// cannot be reached now is retried on first use, so a server starts with
-// one of its upstreams down.
+// cannot be reached now is tried again every reconnectEvery (and on a
+// call), so a server starts with one of its upstreams down and lists its
+// tools once it is up.
 func New(ctx context.Context, opts Options) (*Gateway, error) {
 	if opts.Config == nil || opts.Service == nil || opts.Catalog == nil {
 		return nil, errors.New("mcpgw: options need a config, a service and the catalog")
@@ -115,8 +116,9 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	}
 	for _, u := range g.upstreams {
 		if _, err := u.connect(ctx); err != nil {
-			g.log.Warn("mcp upstream unreachable at start; retried on first use", "upstream", u.cfg.ID, "error", err)
+			g.log.Warn("mcp upstream unreachable at start; tried again in the background", "upstream", u.cfg.ID, "error", err)
 		}
+		g.wg.Go(func() { u.keepConnected(g.closing) })
 	}
 	bound := auth.RequireBearerToken(verifyPrincipal, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(
 		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server }, &mcp.StreamableHTTPOptions{

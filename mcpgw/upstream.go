@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,13 +33,16 @@ type upstream struct {
 func newUpstream(g *Gateway, cfg Upstream) *upstream { return &upstream{g: g, cfg: cfg} }
 
 // connect returns the live session, connecting (and listing the tools)
-// when there is none.
+// when there is none, within the call timeout: an upstream that hangs in
+// its handshake must not hold the server's start.
 func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.cs != nil {
 		return u.cs, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, u.g.cfg.CallTimeout)
+	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "gatehouse-gateway", Version: "0.1"}, &mcp.ClientOptions{
 		Logger: u.g.log,
 		// list_changed re-reads the listing and re-checks it against the
@@ -81,6 +85,32 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		u.g.log.Info("mcp upstream disconnected", "upstream", u.cfg.ID)
 	})
 	return cs, nil
+}
+
+// reconnectEvery is how often a disconnected upstream is tried again in
+// the background (a call tries at once).
+const reconnectEvery = 10 * time.Second
+
+// keepConnected connects the upstream again when it is down, so the tools
+// of one that was down at start get listed. It never resends a call.
+func (u *upstream) keepConnected(ctx context.Context) {
+	t := time.NewTicker(reconnectEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			u.mu.Lock()
+			down := u.cs == nil
+			u.mu.Unlock()
+			if down {
+				if _, err := u.connect(ctx); err != nil {
+					u.g.log.Debug("mcp upstream still unreachable", "upstream", u.cfg.ID, "error", err)
+				}
+			}
+		}
+	}
 }
 
 func (u *upstream) relist(ctx context.Context) {
