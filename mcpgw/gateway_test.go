@@ -477,3 +477,18 @@ func TestGatewayAnotherCallWhileOneWaitsIsToldSoAndAClosedSessionCancelsItsParke
 		t.Fatal("a cancelled call reached the upstream")
 	}
 }
+
+// A call outwaits the server's write timeout (serve's is 60 s): /mcp lifts
+// it, since a human may take hours.
+func TestGatewayWaitOutlastsTheServersWriteTimeout(t *testing.T) {
+	t.Parallel()
+	h := setup(t, harnessOpts{writeTimeout: 500 * time.Millisecond})
+	cs := h.connect("agent", nil)
+	pending := asyncCall(t.Context(), cs, "demo.add_note", map[string]any{"title": "slow", "body": "b"})
+	a := h.pendingApproval()
+	time.Sleep(1500 * time.Millisecond) // the human takes longer than the write timeout
+	h.resolve(a.ID, engine.ResolutionApproveOnce)
+	if res := wait(t, pending); res.IsError || text(res) != "added note slow" {
+		t.Fatalf("after the write timeout: %q", text(res))
+	}
+}

@@ -121,6 +121,8 @@ type harnessOpts struct {
 	proc  bool
 	now   func() time.Time
 	extra string // more upstreams, YAML list items
+	// writeTimeout is the server's, as `console serve` sets one.
+	writeTimeout time.Duration
 }
 
 // principals of every harness tenant: an agent holding the demo server's
@@ -206,6 +208,7 @@ func setup(t testing.TB, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	ts.Config.Handler = srv.Handler()
+	ts.Config.WriteTimeout = o.writeTimeout
 	ts.Start()
 	t.Cleanup(func() {
 		h.gw.Close()
