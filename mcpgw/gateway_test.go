@@ -492,3 +492,20 @@ func TestGatewayWaitOutlastsTheServersWriteTimeout(t *testing.T) {
 		t.Fatalf("after the write timeout: %q", text(res))
 	}
 }
+
+func TestGatewayUpstreamTimeoutIsUncertainAndNotRetried(t *testing.T) {
+	t.Parallel()
+	h := setup(t, harnessOpts{proc: true})
+	cs := h.connect("agent", nil)
+	res := call(t, cs, "proc.stall", nil)
+	if !res.IsError || !strings.Contains(text(res), "uncertain") {
+		t.Fatalf("stall: %v %q", res.IsError, text(res))
+	}
+	inv := h.invocations(h.runs(h.principal("agent"), 1)[0].ID)
+	if len(inv) != 1 || inv[0].Status != api.InvocationUncertain {
+		t.Fatalf("invocations: %+v", inv)
+	}
+	if calls := h.procCalls(); !slices.Equal(calls, []string{"stall"}) {
+		t.Fatalf("upstream received %v, want one stall call", calls)
+	}
+}

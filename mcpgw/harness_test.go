@@ -44,6 +44,15 @@ func TestMain(m *testing.M) {
 func runStdioUpstream() {
 	log := os.Getenv("GATEHOUSE_MCPGW_CALLS")
 	s := mcpgw.DemoServer(func(tool string, _ json.RawMessage) { appendLine(log, tool) })
+	s.AddTool(&mcp.Tool{Name: "stall", Description: "Answers after 20 s, past the gateway's call timeout.", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			appendLine(log, "stall")
+			select {
+			case <-time.After(20 * time.Second):
+			case <-ctx.Done():
+			}
+			return &mcp.CallToolResult{}, nil
+		})
 	s.AddTool(&mcp.Tool{Name: "crash", Description: "Exits the upstream mid-call.", InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			appendLine(log, "crash")
@@ -71,6 +80,7 @@ func appendLine(file, line string) {
 // and, when %[2]s is set, the stdio upstream "proc" (this test binary).
 const gatewayYAML = `
 progress_interval: 200ms
+call_timeout: 3s
 upstreams:
   - id: demo
     http: {url: %[1]q}
@@ -94,6 +104,7 @@ const procYAML = `
     tools:
       - {name: echo, version: "1", side_effect: none, risk: low, idempotency: read_only, arguments: [message]}
       - {name: crash, version: "1", side_effect: none, risk: low, idempotency: non_idempotent}
+      - {name: stall, version: "1", side_effect: none, risk: low, idempotency: non_idempotent}
 `
 
 type harness struct {

@@ -32,16 +32,19 @@ type upstream struct {
 
 func newUpstream(g *Gateway, cfg Upstream) *upstream { return &upstream{g: g, cfg: cfg} }
 
+// connectTimeout bounds a handshake and the listings after it: an
+// upstream that hangs there must not hold the server's start.
+const connectTimeout = 30 * time.Second
+
 // connect returns the live session, connecting (and listing the tools)
-// when there is none, within the call timeout: an upstream that hangs in
-// its handshake must not hold the server's start.
+// when there is none.
 func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.cs != nil {
 		return u.cs, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, u.g.cfg.CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "gatehouse-gateway", Version: "0.1"}, &mcp.ClientOptions{
 		Logger: u.g.log,
