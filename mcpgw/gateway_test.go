@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,12 +188,14 @@ func TestGatewayExpiredApprovalIsTheDenialResultAndANewRunServesTheSession(t *te
 	t.Parallel()
 	// A clock of its own, far before every other test's, so the reaper
 	// pass below expires only this test's approval.
-	clk := &clock{t: time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)}
-	h := setup(t, harnessOpts{now: clk.Now})
+	epoch := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	var elapsed atomic.Int64
+	now := func() time.Time { return epoch.Add(time.Duration(elapsed.Load())) }
+	h := setup(t, harnessOpts{now: now})
 	cs := h.connect("agent", nil)
 	pending := asyncCall(t.Context(), cs, "demo.add_note", map[string]any{"title": "t", "body": "b"})
 	a := h.pendingApproval()
-	clk.Advance(a.ExpiresAt.Sub(clk.Now()) + time.Second)
+	elapsed.Add(int64(a.ExpiresAt.Sub(now()) + time.Second))
 	if n, err := h.svc.ExpireDue(t.Context(), 100); err != nil || n != 1 {
 		t.Fatalf("expire: %d %v", n, err)
 	}

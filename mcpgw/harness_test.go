@@ -436,20 +436,3 @@ func wait(t *testing.T, ch <-chan callResult) *mcp.CallToolResult {
 }
 
 type mcpgwHint = mcpgw.Hint
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
