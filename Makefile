@@ -31,10 +31,10 @@ $(BENCHSTAT):
 tools: $(GOLANGCI) $(TEMPL) ## install the pinned linter and templ into .bin/
 
 .PHONY: run
-run: ## console with demo traffic on http://127.0.0.1:8080 (project-local PostgreSQL unless DATABASE_URL is set)
+run: ## console with demo traffic on http://127.0.0.1:8080, an MCP gateway at /mcp (project-local PostgreSQL unless DATABASE_URL is set)
 	go build -o $(BIN)/console ./cmd/console
 	@test -n "$$DATABASE_URL" || export GATEHOUSE_DATA="$(CURDIR)/.data/pg-run (project-local PostgreSQL; delete it to start afresh)"; \
-		DATABASE_URL="$$(scripts/pg.sh run)" AUTH_MODE=dev exec $(BIN)/console serve --demo
+		DATABASE_URL="$$(scripts/pg.sh run)" AUTH_MODE=dev CONSOLE_MCP="$${CONSOLE_MCP:-mcp.example.yaml}" exec $(BIN)/console serve --demo
 
 .PHONY: generate
 generate: $(TEMPL) ## regenerate templ output (commit the result)
@@ -53,19 +53,19 @@ lint: $(GOLANGCI) ## go vet and golangci-lint
 	$(GOLANGCI) run $(PKGS)
 
 .PHONY: unit
-unit: ## unit and service tests with -race against PostgreSQL
-	DATABASE_URL="$$(scripts/pg.sh test)" go test -race -count=1 $$(go list ./... | grep -v /e2e)
+unit: ## unit and service tests with -race against PostgreSQL (and the MCP reference server for the gateway's tests)
+	MCP_EVERYTHING="$$(scripts/mcp-everything.sh)" DATABASE_URL="$$(scripts/pg.sh test)" go test -race -count=1 $$(go list ./... | grep -v /e2e)
 
 .PHONY: e2e
 e2e: ## end-to-end tests: the real binary, PostgreSQL, headless Chromium
 	mkdir -p $(ARTIFACTS)
-	CHROMIUM="$$(scripts/chromium.sh)" DATABASE_URL="$$(scripts/pg.sh test)" ARTIFACTS="$(ARTIFACTS)" \
+	CHROMIUM="$$(scripts/chromium.sh)" MCP_EVERYTHING="$$(scripts/mcp-everything.sh)" DATABASE_URL="$$(scripts/pg.sh test)" ARTIFACTS="$(ARTIFACTS)" \
 		go test -count=1 -timeout 20m ./e2e/...
 
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)
-	@for t in $$(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' engine rules auth handlers service web api client | sed 's/func //'); do \
-		pkg=$$(grep -rlE "^func $$t\b" --include='*_test.go' engine rules auth handlers service web api client | xargs dirname); \
+	@for t in $$(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' engine rules auth handlers service web api client notify mcpgw advisor internal | sed 's/func //'); do \
+		pkg=$$(grep -rlE "^func $$t\b" --include='*_test.go' engine rules auth handlers service web api client notify mcpgw advisor internal | xargs dirname); \
 		echo "fuzz $$pkg $$t"; go test ./$$pkg -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-10s} -fuzzminimizetime 1s; \
 	done
 
@@ -80,6 +80,12 @@ bench: $(BENCHSTAT) ## benchmarks (engine, service, console) into .artifacts/ben
 	$(BENCHSTAT) -filter '.name:ProposeAllowSides' -col /side $(ARTIFACTS)/bench.txt
 	@awk '/^BenchmarkProposeAllowSides\/side=/ { side = $$1; sub(/.*side=/, "", side); sub(/-[0-9]+$$/, "", side); ns[side] += $$3; n[side]++ } \
 		END { if (n["http"] && n["floor"]) printf "allowed proposals over HTTP: %.2f of the throughput of their SQL floor (mean ns/op, floor / http)\n", (ns["floor"] / n["floor"]) / (ns["http"] / n["http"]) }' $(ARTIFACTS)/bench.txt
+
+.PHONY: bench-mcp
+bench-mcp: $(BENCHSTAT) ## the MCP gateway's added latency on an allowed call: upstream direct vs through the gateway, over HTTP and stdio
+	mkdir -p $(ARTIFACTS)
+	DATABASE_URL="$$(scripts/pg.sh test)" go test -run '^$$' -bench GatewayAllowedCall -benchtime 200x -count 6 ./mcpgw/ | tee $(ARTIFACTS)/bench-mcp.txt
+	$(BENCHSTAT) -col /path $(ARTIFACTS)/bench-mcp.txt
 
 .PHONY: bench-opa
 bench-opa: ## Gatehouse's evaluator against OPA (Rego) on the same corpus, in one run

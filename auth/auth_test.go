@@ -461,3 +461,25 @@ func TestOIDCSectionAndMapping(t *testing.T) {
 		t.Error("a directory without an oidc section turned passwords off")
 	}
 }
+
+func TestWithScopesAddsValidScopesToACopy(t *testing.T) {
+	d := Dev()
+	grown, err := d.WithScopes(DevPrincipalID, []string{"mcp.demo.use", "mcp.demo.use", "mcp.demo.write"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := grown.ByID(DevPrincipalID)
+	orig, _ := d.ByID(DevPrincipalID)
+	if len(p.Scopes) != len(orig.Scopes)+2 || !slices.Contains(p.Scopes, "mcp.demo.write") {
+		t.Fatalf("scopes: %d (was %d)", len(p.Scopes), len(orig.Scopes))
+	}
+	if slices.Contains(orig.Scopes, "mcp.demo.use") {
+		t.Fatal("the original directory changed")
+	}
+	if _, err := d.WithScopes(DevPrincipalID, []string{"mcp"}); err == nil {
+		t.Fatal("an invalid scope was granted")
+	}
+	if _, err := d.WithScopes("nobody", []string{"mcp.demo.use"}); err == nil {
+		t.Fatal("an unknown principal was granted")
+	}
+}

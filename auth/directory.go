@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -266,6 +267,29 @@ func (d *Directory) WithToken(principalID, token string) (*Directory, error) {
 	}
 	cp := &Directory{byID: d.byID, pw: d.pw, tokens: slices.Clone(d.tokens), oidc: d.oidc, oidcIndex: d.oidcIndex, slots: d.slots}
 	cp.tokens = append(cp.tokens, tokenEntry{sum: sha256.Sum256([]byte(token)), principalID: principalID})
+	return cp, nil
+}
+
+// WithScopes returns a copy of d in which principalID also holds scopes,
+// each valid for a principal. It is for the grants an operator states in a
+// file read at start beside the directory (the MCP gateway's
+// dev_principal_scopes); it never removes a scope.
+func (d *Directory) WithScopes(principalID string, scopes []string) (*Directory, error) {
+	p, ok := d.byID[principalID]
+	if !ok {
+		return nil, fmt.Errorf("auth: unknown principal %q", principalID)
+	}
+	p.Scopes = slices.Clone(p.Scopes)
+	for _, s := range scopes {
+		if err := engine.ValidPrincipalScope(s); err != nil {
+			return nil, fmt.Errorf("auth: principal %q: %w", principalID, err)
+		}
+		if !slices.Contains(p.Scopes, s) {
+			p.Scopes = append(p.Scopes, s)
+		}
+	}
+	cp := &Directory{byID: maps.Clone(d.byID), pw: d.pw, tokens: d.tokens, slots: d.slots}
+	cp.byID[principalID] = p
 	return cp, nil
 }
 

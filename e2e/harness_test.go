@@ -80,7 +80,8 @@ var (
 // testPrincipals: two tenants; alice may do everything an agent and an
 // approver do, bob only approves, agent runs and reads runs as an agent
 // token does (no approval scope), carol is alice's twin in another tenant,
-// and nobody holds no scope at all (403 tests).
+// nobody holds no scope at all (403 tests), and mcpagent is an MCP client's
+// principal (the gateway's demo and reference upstreams).
 var testPrincipals = []principalSpec{
 	{"alice", "acme", concat(runScopes, approverScopes, toolScopes)},
 	{"agent", "acme", concat([]string{"run.read", "run.write"}, toolScopes)},
@@ -89,6 +90,7 @@ var testPrincipals = []principalSpec{
 	{"nobody", "acme", nil},
 	// viewer reads the queue and nothing else: no resolve, no run.read.
 	{"viewer", "acme", []string{"approval.read"}},
+	{"mcpagent", "acme", concat(runScopes, []string{"mcp.demo.use", "mcp.demo.write", "mcp.everything.use"})},
 }
 
 func concat(lists ...[]string) []string {

@@ -17,7 +17,7 @@ import (
 // endpoint's.
 func isAPIPath(path string) bool {
 	switch path {
-	case "/healthz", "/readyz", "/metrics", "/v1":
+	case "/healthz", "/readyz", "/metrics", "/v1", "/mcp":
 		return true
 	}
 	return strings.HasPrefix(path, "/v1/")

@@ -62,7 +62,24 @@ func (s *Server) routes(e *echo.Echo) {
 
 	v1.GET("/events", a.EventList, api.RequireScope(scopeRunRead))
 
+	s.mcpRoutes(e, a)
 	s.consoleRoutes(e)
+}
+
+// mcpRoutes mounts the MCP gateway when one is configured: bearer tokens
+// as for /v1 (the dev principal without one in dev mode), the same rate
+// limit, and run.write, the scope of submitting and proposing, which the
+// gateway does on the client's behalf.
+func (s *Server) mcpRoutes(e *echo.Echo, a *api.Handlers) {
+	if s.cfg.MCP == nil {
+		return
+	}
+	authn := a.AuthenticateBearer
+	if s.cfg.DevMode {
+		authn = a.AuthenticateBearerOrDev
+	}
+	m := e.Group("/mcp", refuseCrossOrigin, authn, a.LimitRate, api.RequireScope(scopeRunWrite), withMCPPrincipal)
+	m.Any("", echo.WrapHandler(s.cfg.MCP.Handler()))
 }
 
 // consoleRoutes mounts the console. Every group's middleware is attached
@@ -72,6 +89,7 @@ func (s *Server) consoleRoutes(e *echo.Echo) {
 		Service: s.cfg.Service, Sessions: s.cfg.Sessions, Directory: s.cfg.Directory, Policy: s.cfg.Policy,
 		BaseURL: s.cfg.BaseURL, DevMode: s.cfg.DevMode, SessionKeys: s.cfg.SessionKeys, Now: s.now, Logger: s.log,
 		VAPIDPublicKey: s.cfg.VAPIDPublicKey, OIDC: s.cfg.OIDC, StepUpWindow: s.cfg.StepUpWindow,
+		MCPTools: s.mcpTools(),
 	})
 
 	getHead := []string{http.MethodGet, http.MethodHead}

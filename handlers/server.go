@@ -18,6 +18,7 @@ import (
 	"gatehouse/handlers/console"
 	"gatehouse/handlers/internal/httpx"
 	"gatehouse/internal/metrics"
+	"gatehouse/mcpgw"
 	"gatehouse/rules"
 )
 
@@ -67,6 +68,16 @@ type Config struct {
 	// action needs: zero is console.DefaultStepUpWindow, negative turns
 	// the step-up off.
 	StepUpWindow time.Duration
+	// MCP is the MCP gateway (mcpgw), mounted at /mcp, whose upstreams'
+	// tools the policy page lists; nil: none (CONSOLE_MCP unset).
+	MCP MCPGateway
+}
+
+// MCPGateway is what the server uses of the MCP gateway; *mcpgw.Gateway
+// satisfies it.
+type MCPGateway interface {
+	Handler() http.Handler
+	Hints() []mcpgw.Hint
 }
 
 // RateLimit is a token bucket per principal (api.RateLimit).

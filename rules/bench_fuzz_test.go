@@ -98,7 +98,7 @@ func FuzzLoadProfile(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	cat, err := loadCatalog("")
+	cat, err := loadCatalog(Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -93,12 +93,12 @@ func loadCaseFile(file string) ([]Case, error) {
 	var doc struct {
 		Cases []caseDoc `yaml:"cases"`
 	}
-	root, err := decodeStrict(file, b, &doc)
+	root, err := DecodeStrict(file, b, &doc)
 	if err != nil {
 		return nil, err
 	}
 	var lines []int
-	if _, v := mappingValue(root, "cases"); v != nil && v.Kind == yaml.SequenceNode {
+	if _, v := MappingValue(root, "cases"); v != nil && v.Kind == yaml.SequenceNode {
 		for _, item := range v.Content {
 			lines = append(lines, item.Line)
 		}

@@ -54,12 +54,12 @@ type hardlineSet struct {
 func parseHardline(b []byte) (*hardlineSet, error) {
 	const file = HardlineFile
 	var doc hardlineDoc
-	root, err := decodeStrict(file, b, &doc)
+	root, err := DecodeStrict(file, b, &doc)
 	if err != nil {
 		return nil, err
 	}
 	hs := &hardlineSet{file: file, bytes: b, lines: map[string]int{}}
-	_, seq := mappingValue(root, "rules")
+	_, seq := MappingValue(root, "rules")
 	for i, r := range doc.Rules {
 		line := 0
 		if seq != nil && i < len(seq.Content) {

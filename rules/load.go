@@ -40,6 +40,12 @@ type Options struct {
 	PolicyDir      string // CONSOLE_POLICY_DIR: extra operator profiles ({name}.yaml)
 	ToolsFile      string // CONSOLE_TOOLS: operator catalog merged over the built-in one
 	DefaultProfile string // CONSOLE_POLICY_PROFILE; "" means "default"
+	// MCPTools are the catalog entries of the MCP gateway's upstreams
+	// (CONSOLE_MCP, parsed by mcpgw), named in errors as MCPFile. They join
+	// the one catalog the gate classifies with, under the same rule as the
+	// operator file: they may add tools, never redefine one.
+	MCPTools []engine.ToolSpec
+	MCPFile  string
 }
 
 // Set is everything loaded: frozen rulesets by profile name, the default
@@ -148,7 +154,7 @@ func Load(opts Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	cat, err := loadCatalog(opts.ToolsFile)
+	cat, err := loadCatalog(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -217,9 +223,9 @@ func validProfileName(s string) bool {
 	return true
 }
 
-// decodeStrict decodes exactly one YAML document into v, refusing unknown
+// DecodeStrict decodes exactly one YAML document into v, refusing unknown
 // fields, and returns the document's node tree for line lookups.
-func decodeStrict(file string, b []byte, v any) (*yaml.Node, error) {
+func DecodeStrict(file string, b []byte, v any) (*yaml.Node, error) {
 	root, err := strictyaml.Decode(b, v)
 	if se, ok := errors.AsType[*strictyaml.Error](err); ok {
 		return nil, &LoadError{File: file, Line: se.Line, Code: se.Code, Msg: se.Msg}
@@ -227,8 +233,8 @@ func decodeStrict(file string, b []byte, v any) (*yaml.Node, error) {
 	return root, err
 }
 
-// mappingValue returns the value node of key in a mapping node, or nil.
-func mappingValue(n *yaml.Node, key string) (keyNode, value *yaml.Node) {
+// MappingValue returns the value node of key in a mapping node, or nil.
+func MappingValue(n *yaml.Node, key string) (keyNode, value *yaml.Node) {
 	if n == nil {
 		return nil, nil
 	}

@@ -78,13 +78,13 @@ func parseProfile(name, file string, b []byte) (engine.Profile, map[string]int, 
 	var raw yaml.Node
 	if err := yaml.Unmarshal(b, &raw); err == nil {
 		for _, key := range []string{"rules", "hardline"} {
-			if k, _ := mappingValue(&raw, key); k != nil {
+			if k, _ := MappingValue(&raw, key); k != nil {
 				return engine.Profile{}, nil, &LoadError{File: file, Line: k.Line, Code: CodeHardlineOverride, Msg: "a profile cannot define hardline rules; they are built in"}
 			}
 		}
 		// A tool named twice is a rule error, not a syntax error: found here,
 		// before decoding into a map refuses the document for it.
-		if _, tr := mappingValue(&raw, "tool_rules"); tr != nil && tr.Kind == yaml.MappingNode {
+		if _, tr := MappingValue(&raw, "tool_rules"); tr != nil && tr.Kind == yaml.MappingNode {
 			seen := map[string]bool{}
 			for i := 0; i+1 < len(tr.Content); i += 2 {
 				k := tr.Content[i]
@@ -96,12 +96,12 @@ func parseProfile(name, file string, b []byte) (engine.Profile, map[string]int, 
 		}
 	}
 	var doc profileDoc
-	root, err := decodeStrict(file, b, &doc)
+	root, err := DecodeStrict(file, b, &doc)
 	if err != nil {
 		return engine.Profile{}, nil, err
 	}
 	lines := map[string]int{}
-	if k, v := mappingValue(root, "matrix"); k != nil {
+	if k, v := MappingValue(root, "matrix"); k != nil {
 		lines[""] = k.Line
 		if v.Kind == yaml.SequenceNode {
 			for i, item := range v.Content {
@@ -111,7 +111,7 @@ func parseProfile(name, file string, b []byte) (engine.Profile, map[string]int, 
 			}
 		}
 	}
-	if _, v := mappingValue(root, "tool_rules"); v != nil && v.Kind == yaml.MappingNode {
+	if _, v := MappingValue(root, "tool_rules"); v != nil && v.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(v.Content); i += 2 {
 			lines["tool_rule."+v.Content[i].Value] = v.Content[i].Line
 		}
@@ -155,8 +155,8 @@ func parseProfile(name, file string, b []byte) (engine.Profile, map[string]int, 
 	}
 	if len(doc.Approvals.Quorum) > 0 {
 		p.Quorum = make(map[engine.RiskLevel]int, len(doc.Approvals.Quorum))
-		_, approvals := mappingValue(root, "approvals")
-		k, _ := mappingValue(approvals, "quorum")
+		_, approvals := MappingValue(root, "approvals")
+		k, _ := MappingValue(approvals, "quorum")
 		for risk, n := range doc.Approvals.Quorum {
 			if !engine.RiskLevel(risk).Valid() || n < 1 || n > engine.MaxQuorum {
 				return engine.Profile{}, nil, &LoadError{File: file, Line: k.Line, Code: engine.CodeQuorum, Msg: fmt.Sprintf("approvals.quorum %s: %d needs a known risk and a number of distinct approvers from 1 to %d", risk, n, engine.MaxQuorum)}

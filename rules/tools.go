@@ -28,46 +28,57 @@ type toolDoc struct {
 	URLs           []string `yaml:"urls"`
 }
 
-// loadCatalog merges the operator catalog over the built-in one. A name
-// defined in both is refused rather than replaced: an operator file that
-// could reclassify payments.charge as "none" would be a quiet bypass.
-func loadCatalog(operatorFile string) (*engine.Catalog, error) {
+// loadCatalog merges the operator catalog and the MCP gateway's entries
+// over the built-in one. A name defined twice is refused rather than
+// replaced: an operator file that could reclassify payments.charge as
+// "none" would be a quiet bypass.
+func loadCatalog(opts Options) (*engine.Catalog, error) {
 	specs, err := parseTools(ToolsFile, toolsYAML)
 	if err != nil {
 		return nil, err
 	}
-	if operatorFile != "" {
-		b, err := os.ReadFile(operatorFile)
+	if opts.ToolsFile != "" {
+		b, err := os.ReadFile(opts.ToolsFile)
 		if err != nil {
-			return nil, &LoadError{File: operatorFile, Code: CodeRead, Msg: err.Error()}
+			return nil, &LoadError{File: opts.ToolsFile, Code: CodeRead, Msg: err.Error()}
 		}
-		extra, err := parseTools(operatorFile, b)
+		extra, err := parseTools(opts.ToolsFile, b)
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range extra {
-			if slices.ContainsFunc(specs, func(b engine.ToolSpec) bool { return b.Name == s.Name }) {
-				return nil, &LoadError{File: operatorFile, RuleID: s.Name, Code: CodeDuplicateTool, Msg: fmt.Sprintf("tool %q is built in; an operator catalog may add tools, not redefine them", s.Name)}
-			}
+		if specs, err = addTools(opts.ToolsFile, specs, extra); err != nil {
+			return nil, err
 		}
-		specs = append(specs, extra...)
+	}
+	if specs, err = addTools(opts.MCPFile, specs, opts.MCPTools); err != nil {
+		return nil, err
 	}
 	cat, err := engine.NewCatalog(specs)
 	if err != nil {
-		return nil, &LoadError{File: operatorFile, Code: CodeCatalog, Msg: err.Error()}
+		return nil, &LoadError{File: opts.ToolsFile, Code: CodeCatalog, Msg: err.Error()}
 	}
 	return cat, nil
+}
+
+// addTools appends extra to specs, refusing a name specs already has.
+func addTools(file string, specs, extra []engine.ToolSpec) ([]engine.ToolSpec, error) {
+	for _, s := range extra {
+		if slices.ContainsFunc(specs, func(b engine.ToolSpec) bool { return b.Name == s.Name }) {
+			return nil, &LoadError{File: file, RuleID: s.Name, Code: CodeDuplicateTool, Msg: fmt.Sprintf("tool %q is already defined; a later catalog may add tools, not redefine them", s.Name)}
+		}
+	}
+	return append(specs, extra...), nil
 }
 
 // parseTools decodes a catalog file and validates each entry on its own, so
 // the error points at the entry's line.
 func parseTools(file string, b []byte) ([]engine.ToolSpec, error) {
 	var doc toolsDoc
-	root, err := decodeStrict(file, b, &doc)
+	root, err := DecodeStrict(file, b, &doc)
 	if err != nil {
 		return nil, err
 	}
-	_, seq := mappingValue(root, "tools")
+	_, seq := MappingValue(root, "tools")
 	specs := make([]engine.ToolSpec, 0, len(doc.Tools))
 	for i, t := range doc.Tools {
 		s := engine.ToolSpec{

@@ -38,7 +38,11 @@ func runApproval(ctx context.Context, env envConfig, args []string, stdout io.Wr
 		return err
 	}
 	defer pool.Close()
-	policy, err := rules.Load(env.policyOptions())
+	opts, err := env.policyOptions()
+	if err != nil {
+		return err
+	}
+	policy, err := rules.Load(opts)
 	if err != nil {
 		return fmt.Errorf("loading policy: %w", err)
 	}

@@ -13,6 +13,7 @@ type envConfig struct {
 	PolicyProfile  string // CONSOLE_POLICY_PROFILE
 	PolicyDir      string // CONSOLE_POLICY_DIR
 	ToolsFile      string // CONSOLE_TOOLS
+	MCPFile        string // CONSOLE_MCP
 	Addr           string // CONSOLE_ADDR; default 127.0.0.1:8080
 	BaseURL        string // CONSOLE_BASE_URL
 	SessionKeys    string // CONSOLE_SESSION_KEYS
@@ -53,6 +54,7 @@ func loadEnvConfig(getenv func(string) string) envConfig {
 		PolicyProfile:  getenv("CONSOLE_POLICY_PROFILE"),
 		PolicyDir:      getenv("CONSOLE_POLICY_DIR"),
 		ToolsFile:      getenv("CONSOLE_TOOLS"),
+		MCPFile:        getenv("CONSOLE_MCP"),
 		Addr:           or("CONSOLE_ADDR", "127.0.0.1:8080"),
 		BaseURL:        getenv("CONSOLE_BASE_URL"),
 		SessionKeys:    getenv("CONSOLE_SESSION_KEYS"),
@@ -76,8 +78,10 @@ func loadEnvConfig(getenv func(string) string) envConfig {
 	}
 }
 
-// policyOptions are the policy files the environment names; serve's flags
-// may replace them.
-func (e envConfig) policyOptions() rules.Options {
-	return rules.Options{PolicyDir: e.PolicyDir, ToolsFile: e.ToolsFile, DefaultProfile: e.PolicyProfile}
+// policyOptions are the policy files the environment names, with the MCP
+// gateway's tools (CONSOLE_MCP), so `policy check` validates that file and
+// `policy eval` knows its tools; serve's flags may replace them.
+func (e envConfig) policyOptions() (rules.Options, error) {
+	_, opts, err := loadMCP(e.MCPFile, rules.Options{PolicyDir: e.PolicyDir, ToolsFile: e.ToolsFile, DefaultProfile: e.PolicyProfile})
+	return opts, err
 }

@@ -27,6 +27,9 @@ commands:
   approval --principal ID list|show ID|resolve ID approve_once|deny [--reason R]
   principal hash-password|new-token
   demo                  a demo agent that submits runs and proposes actions
+  mcp stdio|demo-upstream
+                        stdio bridge to a server's MCP gateway (/mcp);
+                        the demo MCP server make run puts behind it
 `
 
 // errUsage marks an error whose remedy is reading the usage text.
@@ -65,6 +68,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runPrincipal(rest, stdin, stdout)
 	case "demo":
 		return runDemo(ctx, env, rest, stdout, stderr)
+	case "mcp":
+		return runMCP(ctx, env, rest, stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

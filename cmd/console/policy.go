@@ -39,7 +39,11 @@ func runPolicy(ctx context.Context, env envConfig, args []string, stdin io.Reade
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: policy %s takes no arguments", errUsage, args[0])
 	}
-	set, err := rules.Load(env.policyOptions())
+	opts, err := env.policyOptions()
+	if err != nil {
+		return fmt.Errorf("policy: %w", err)
+	}
+	set, err := rules.Load(opts)
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}

@@ -42,12 +42,16 @@ func evalCase(set *rules.Set, c rules.Case, now time.Time) caseResult {
 }
 
 // policyFlags are the files `policy test` and `policy diff` load a set
-// from; they default to the environment's, as `serve` does.
-func policyFlags(fs *flag.FlagSet, env envConfig) *rules.Options {
-	o := env.policyOptions()
+// from; they default to the environment's (CONSOLE_MCP's tools included),
+// as `serve` does.
+func policyFlags(fs *flag.FlagSet, env envConfig) (*rules.Options, error) {
+	o, err := env.policyOptions()
+	if err != nil {
+		return nil, err
+	}
 	fs.StringVar(&o.PolicyDir, "policy-dir", o.PolicyDir, "operator profiles (default: CONSOLE_POLICY_DIR)")
 	fs.StringVar(&o.ToolsFile, "tools", o.ToolsFile, "operator tool catalog (default: CONSOLE_TOOLS)")
-	return &o
+	return &o, nil
 }
 
 // runPolicyTest is `console policy test [--policy-dir D] [--tools F] [-v]
@@ -57,7 +61,10 @@ func policyFlags(fs *flag.FlagSet, env envConfig) *rules.Options {
 func runPolicyTest(env envConfig, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("policy test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	opts := policyFlags(fs, env)
+	opts, err := policyFlags(fs, env)
+	if err != nil {
+		return fmt.Errorf("policy test: %w", err)
+	}
 	verbose := fs.Bool("v", false, "list passing cases too")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: policy test: %w", errUsage, err)

@@ -34,7 +34,10 @@ const maxPreviewApprovals = 10000
 func runPolicyDiff(ctx context.Context, env envConfig, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("policy diff", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	opts := policyFlags(fs, env)
+	opts, err := policyFlags(fs, env)
+	if err != nil {
+		return fmt.Errorf("policy diff: %w", err)
+	}
 	from := fs.String("from", "", "the policy directory deployed now")
 	to := fs.String("to", "", "the policy directory to deploy")
 	cases := fs.String("cases", "", "case files to evaluate under both")

@@ -26,6 +26,7 @@ import (
 	"gatehouse/handlers/console"
 	"gatehouse/internal/metrics"
 	"gatehouse/internal/pgdb"
+	"gatehouse/mcpgw"
 	"gatehouse/migrations"
 	"gatehouse/notify"
 	"gatehouse/rules"
@@ -44,6 +45,7 @@ type serveConfig struct {
 	policyProfile  string
 	policyDir      string
 	toolsFile      string
+	mcpFile        string
 	reaperInterval time.Duration
 	demo           bool
 	dbMaxConns     int
@@ -80,6 +82,7 @@ func parseServeConfig(env envConfig, args []string, stderr io.Writer) (serveConf
 	fs.StringVar(&cfg.policyProfile, "policy-profile", env.PolicyProfile, "default policy profile (CONSOLE_POLICY_PROFILE)")
 	fs.StringVar(&cfg.policyDir, "policy-dir", env.PolicyDir, "operator profiles directory (CONSOLE_POLICY_DIR)")
 	fs.StringVar(&cfg.toolsFile, "tools", env.ToolsFile, "operator tool catalog (CONSOLE_TOOLS)")
+	fs.StringVar(&cfg.mcpFile, "mcp", env.MCPFile, "MCP gateway upstreams and their tools' catalog entries (CONSOLE_MCP)")
 	fs.BoolVar(&cfg.demo, "demo", false, "run the demo agent in-process (dev mode only)")
 	fs.StringVar(&cfg.allowedHosts, "allowed-hosts", env.AllowedHosts, "comma-separated further Host names to answer for, beyond the base URL's (CONSOLE_ALLOWED_HOSTS)")
 	fs.BoolVar(&cfg.trustXFF, "trust-x-forwarded-for", env.TrustXFF, "take the client address from X-Forwarded-For set by a proxy on a private network (CONSOLE_TRUST_XFF=1)")
@@ -194,17 +197,27 @@ type serveInputs struct {
 	// oidcSecret is the OIDC client secret from the variable the
 	// principals file names.
 	oidcSecret string
+	// mcp is the MCP gateway's configuration (CONSOLE_MCP), or nil.
+	mcp *mcpgw.Config
 }
 
 // loadServeInputs loads the policy, the principals and the cookie keys,
 // and mints the demo agent's token.
 func loadServeInputs(cfg serveConfig) (serveInputs, error) {
 	var in serveInputs
+	var opts rules.Options
 	var err error
-	if in.policy, err = rules.Load(rules.Options{PolicyDir: cfg.policyDir, ToolsFile: cfg.toolsFile, DefaultProfile: cfg.policyProfile}); err != nil {
+	in.mcp, opts, err = loadMCP(cfg.mcpFile, rules.Options{PolicyDir: cfg.policyDir, ToolsFile: cfg.toolsFile, DefaultProfile: cfg.policyProfile})
+	if err != nil {
+		return in, err
+	}
+	if in.policy, err = rules.Load(opts); err != nil {
 		return in, fmt.Errorf("loading policy: %w", err)
 	}
 	if in.dir, err = loadPrincipals(cfg); err != nil {
+		return in, err
+	}
+	if in.dir, err = devMCPScopes(cfg, in.mcp, in.dir); err != nil {
 		return in, err
 	}
 	if in.keys, err = sessionKeys(cfg); err != nil {
@@ -267,6 +280,10 @@ func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgx
 	if err != nil {
 		return nil, nil, err
 	}
+	gateway, err := startGateway(ctx, in, svc, logger)
+	if err != nil {
+		return nil, nil, err
+	}
 	ipExtractor := echo.ExtractIPDirect()
 	if cfg.trustXFF {
 		ipExtractor = echo.ExtractIPFromXFFHeader()
@@ -293,6 +310,7 @@ func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgx
 		VAPIDPublicKey: vapid.public,
 		OIDC:           sso,
 		StepUpWindow:   stepUpWindow(cfg.stepUpWindow),
+		MCP:            gateway,
 	})
 	if err != nil {
 		return nil, nil, err

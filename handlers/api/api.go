@@ -74,6 +74,23 @@ func (h *Handlers) AuthenticateBearer(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// AuthenticateBearerOrDev is AuthenticateBearer, except that under
+// AUTH_MODE=dev (loopback only) a request with no Authorization header is
+// the dev principal, as the console logs it in: what lets a newcomer point
+// an MCP client at `make run` without minting a token.
+func (h *Handlers) AuthenticateBearerOrDev(next echo.HandlerFunc) echo.HandlerFunc {
+	bearer := h.AuthenticateBearer(next)
+	return func(c echo.Context) error {
+		if c.Request().Header.Get(echo.HeaderAuthorization) == "" {
+			if p, ok := h.dir.ByID(auth.DevPrincipalID); ok {
+				httpx.SetPrincipal(c, p)
+				return next(c)
+			}
+		}
+		return bearer(c)
+	}
+}
+
 // LimitRate applies the principal's token bucket; it runs after
 // authentication so one agent's burst cannot starve another.
 func (h *Handlers) LimitRate(next echo.HandlerFunc) echo.HandlerFunc {

@@ -25,6 +25,9 @@ func (cn *Console) PolicyShow(c echo.Context) error {
 	m.Page = page
 	st := cn.svc.AdvisoryState(cn.policy.DefaultProfile())
 	m.Advisory = templates.AdvisoryView{Mode: st.Mode, AdvisorVersion: st.AdvisorVersion, Unconfigured: st.Unconfigured}
+	if cn.mcpTools != nil {
+		m.MCPTools = cn.mcpTools()
+	}
 	return cn.render(c, http.StatusOK, templates.Policy(m))
 }
 

@@ -22,6 +22,7 @@ import (
 	"gatehouse/handlers/internal/httpx"
 	"gatehouse/rules"
 	"gatehouse/service"
+	"gatehouse/web/templates"
 )
 
 // The console cookie holds a random session id (or, before sign-in, the
@@ -61,6 +62,7 @@ type Console struct {
 	// stepUpWindow is how recent an authentication approving a critical
 	// action needs; zero turns the step-up off.
 	stepUpWindow time.Duration
+	mcpTools     func() []templates.MCPToolRow
 }
 
 // Config wires the console; handlers.New fills it from its own Config
@@ -89,6 +91,9 @@ type Config struct {
 	// turns the step-up off. Dev mode has no credentials to re-enter and
 	// turns it off too.
 	StepUpWindow time.Duration
+	// MCPTools lists the MCP gateway's upstream tools for the policy page
+	// (classified or not, with the upstream's own hints); nil: no gateway.
+	MCPTools func() []templates.MCPToolRow
 }
 
 // DefaultStepUpWindow is the step-up window when none is configured.
@@ -141,6 +146,7 @@ func New(cfg Config) *Console {
 		vapidPublic:  cfg.VAPIDPublicKey,
 		oidc:         cfg.OIDC,
 		stepUpWindow: window,
+		mcpTools:     cfg.MCPTools,
 	}
 }
 

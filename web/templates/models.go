@@ -505,6 +505,18 @@ type PolicyPage struct {
 	Tools    []ToolRow
 	// HardlineRules are the hardline ids with what each blocks.
 	HardlineRules []HardlineRow
+	MCPTools      []MCPToolRow
+}
+
+// MCPToolRow is one tool an MCP upstream lists, or one the operator
+// classified: the upstream's own annotations are hints for whoever
+// classifies it, never an input of a decision.
+type MCPToolRow struct {
+	Upstream    string
+	Tool        string // the upstream's name
+	CatalogName string // "" when unclassified
+	Status      string // classified | unclassified (hidden) | classified, not listed
+	Hints       string // readOnlyHint, destructiveHint... as the upstream states them
 }
 
 // AdvisoryView is the advisory layer's state: off, observing or enforcing,
