@@ -89,6 +89,7 @@ type ActionAuthorizedPayload struct {
 	Decision      engine.PolicyDecisionType `json:"decision"`
 	PolicyVersion string                    `json:"policy_version"`
 	ApprovalID    string                    `json:"approval_id"`
+	TaskGrantID   string                    `json:"task_grant_id,omitempty"`
 }
 
 // ActionDeniedPayload is action.denied. PolicyVersion is set when the gate
@@ -187,6 +188,9 @@ var payloadDecoders = map[string]func(json.RawMessage) (EventPayload, error){
 	EventApprovalInvalidated:  decodeAs[ApprovalInvalidatedPayload],
 	EventPolicyProfileLoaded:  decodeAs[PolicyProfileLoadedPayload],
 	EventCircuitBreakerTipped: decodeAs[CircuitBreakerPayload],
+	EventBrowserGrantCreated:  decodeAs[BrowserGrantCreatedPayload],
+	EventBrowserGrantUsed:     decodeAs[BrowserGrantUsedPayload],
+	EventBrowserGrantRevoked:  decodeAs[BrowserGrantRevokedPayload],
 }
 
 func decodeAs[P EventPayload](raw json.RawMessage) (EventPayload, error) {

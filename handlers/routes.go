@@ -19,6 +19,8 @@ const (
 	scopeRunCancel       = engine.ScopeRunCancel
 	scopeApprovalRead    = engine.ScopeApprovalRead
 	scopeApprovalResolve = engine.ScopeApprovalResolve
+	scopeGrantRead       = engine.ScopeGrantRead
+	scopeGrantWrite      = engine.ScopeGrantWrite
 )
 
 // pushSubscriptionsPath is where the console's script adds (POST) and
@@ -59,6 +61,9 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.GET("/approvals", a.ApprovalList, api.RequireScope(scopeApprovalRead))
 	v1.GET("/approvals/:id", a.ApprovalGet, api.RequireScope(scopeApprovalRead))
 	v1.POST("/approvals/:id/resolve", a.ApprovalResolve, api.RequireScope(scopeApprovalResolve))
+
+	v1.GET("/sessions/:id/browser-grants", a.TaskGrantList, api.RequireScope(scopeGrantRead))
+	v1.POST("/browser-grants/:id/revoke", a.TaskGrantRevoke, api.RequireScope(scopeGrantWrite))
 
 	v1.GET("/events", a.EventList, api.RequireScope(scopeRunRead))
 

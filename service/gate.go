@@ -120,6 +120,7 @@ func storedProposal(run api.Run, lease api.Lease, req engine.ActionRequest, inv 
 		InvocationID: inv.ID,
 		ApprovalID:   inv.ApprovalID,
 		RunStatus:    run.Status,
+		TaskGrantID:  inv.TaskGrantID,
 	}
 	if inv.Decision.Decision == engine.DecisionDeny {
 		d := engine.Denial(inv.ToolName, inv.ReasonCode, missingFrom(inv.Action, run))
@@ -196,6 +197,13 @@ func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, ru
 		res.EffectiveArguments = out.EffectiveArguments
 		return res, nil
 	case engine.DecisionRequireApproval:
+		g, covered, err := s.spendTaskGrant(ctx, tx, run, &inv)
+		if err != nil {
+			return res, err
+		}
+		if covered {
+			return s.authorizeByGrant(ctx, tx, lease, inv, g)
+		}
 		return s.park(ctx, tx, after, run, inv, rs)
 	default:
 		return s.deny(ctx, tx, after, run, inv)
@@ -243,7 +251,7 @@ func (s *Service) authorize(ctx context.Context, tx pgx.Tx, b *pgx.Batch, inv in
 	})
 	if err := queueEvent(b, inv.TenantID, inv.RunID, now, api.ActionAuthorizedPayload{
 		InvocationID: inv.ID, ToolName: inv.ToolName, Decision: inv.Decision.Decision,
-		PolicyVersion: inv.PolicyVersion, ApprovalID: inv.ApprovalID,
+		PolicyVersion: inv.PolicyVersion, ApprovalID: inv.ApprovalID, TaskGrantID: inv.TaskGrantID,
 	}); err != nil {
 		return invocationRow{}, err
 	}
@@ -355,6 +363,7 @@ func (s *Service) approvalFor(run api.Run, inv newInvocation, row invocationRow,
 			PolicyReason: inv.out.Decision.ReasonCode, PolicyVersion: inv.out.Decision.PolicyVersion,
 			OriginTrust: a.OriginTrust, ArgumentTrust: trust, PolicyExplanation: inv.out.Decision.Explanation,
 			ExpiresAt: expires, CreatedAt: inv.now,
+			TaskGrantOffer: s.taskGrantOffer(run.TenantID, inv.out), TaskGrantNotCovered: inv.taskGrantNotCovered,
 		},
 		NormalizedArgumentsHash: row.NormalizedArgumentsHash,
 		RequestedScopes:         scopes,

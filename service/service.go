@@ -43,6 +43,9 @@ type Config struct {
 	SkipProfileAudit bool
 	// Notify routes approval changes to people; nil: no notifications.
 	Notify *Notifications
+	// GrantSites are the operator's site scopes for browser task grants
+	// (CONSOLE_BROWSER_GRANT_SITES); nil: no approval carries an offer.
+	GrantSites *engine.GrantSites
 }
 
 // Service is the application layer every surface calls: API, console, CLI.
@@ -67,6 +70,10 @@ type Service struct {
 	failAfterStep func(step int) error
 	// onAuthorize observes every authorization. Set only in tests.
 	onAuthorize func(invocationID string)
+	// failAfterTaskGrant injects a failure after an approve_for_task
+	// resolution created its grant, inside the transaction. Set only in
+	// tests.
+	failAfterTaskGrant func() error
 	// onListening observes each LISTEN that took, with the backend's pid.
 	// Set only in tests.
 	onListening func(pid uint32)
@@ -222,6 +229,8 @@ const (
 	scopeApprovalRead    = engine.ScopeApprovalRead
 	scopeApprovalResolve = engine.ScopeApprovalResolve
 	scopeRunCancel       = engine.ScopeRunCancel
+	scopeGrantRead       = engine.ScopeGrantRead
+	scopeGrantWrite      = engine.ScopeGrantWrite
 )
 
 // requireScope is ErrForbidden unless p holds scope. It runs before any

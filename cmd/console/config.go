@@ -30,6 +30,7 @@ type envConfig struct {
 	LogLevel       string // LOG_LEVEL: debug, info, warn, error; default info
 	DataDir        string // GATEHOUSE_DATA: where the data lives, for serve's banner (make run sets it)
 	Notify         string // CONSOLE_NOTIFY
+	GrantSites     string // CONSOLE_BROWSER_GRANT_SITES
 }
 
 // loadEnvConfig reads the environment through getenv (os.Getenv), with
@@ -65,6 +66,7 @@ func loadEnvConfig(getenv func(string) string) envConfig {
 		LogLevel:       getenv("LOG_LEVEL"),
 		DataDir:        getenv("GATEHOUSE_DATA"),
 		Notify:         getenv("CONSOLE_NOTIFY"),
+		GrantSites:     getenv("CONSOLE_BROWSER_GRANT_SITES"),
 	}
 }
 
