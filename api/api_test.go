@@ -46,6 +46,9 @@ func TestEveryEventTypeDecodesToItsPayload(t *testing.T) {
 		ApprovalInvalidatedPayload{ApprovalID: "x", InvocationID: "i", Cause: "c"},
 		PolicyProfileLoadedPayload{PolicyVersion: "v", Profile: "default", LoadedBy: "r"},
 		CircuitBreakerPayload{ToolName: "t", ReasonCode: "r", Denials: 3},
+		BrowserGrantCreatedPayload{GrantID: "g", ApprovalID: "x", Origin: "https://shop.example", PathPrefix: "/cart", Budget: 200, ExpiresAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), CreatedBy: "bob"},
+		BrowserGrantUsedPayload{GrantID: "g", InvocationID: "i", Uses: 1, Budget: 200},
+		BrowserGrantRevokedPayload{GrantID: "g", RevokedBy: "bob", Uses: 7},
 	}
 	if len(payloads) != len(payloadDecoders) {
 		t.Fatalf("%d payloads listed here, %d event types decode", len(payloads), len(payloadDecoders))

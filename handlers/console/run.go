@@ -29,6 +29,10 @@ func (cn *Console) RunShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	grants, showGrants, err := cn.sessionGrants(c, run.SessionID)
+	if err != nil {
+		return err
+	}
 	page, err := cn.page(c, "", "Run")
 	if err != nil {
 		return err
@@ -46,6 +50,9 @@ func (cn *Console) RunShow(c echo.Context) error {
 		CreatedAt:     run.CreatedAt.UTC().Format(time.DateTime),
 		Timeline:      timelineView(evs),
 		CanCancel:     hasScope(c, engine.ScopeRunCancel) && !runEnded(run.Status),
+		Grants:        grants,
+		ShowGrants:    showGrants,
+		CanRevoke:     hasScope(c, engine.ScopeGrantWrite),
 	}
 	for _, inv := range invs {
 		m.Invocations = append(m.Invocations, templates.InvocationRow{

@@ -207,6 +207,7 @@ type Card struct {
 	// resolvable by the viewer, and not critical.
 	Selectable bool
 	CardContent
+	TaskGrantCard
 }
 
 // CardContent is what a reviewer decides from beyond the action itself
@@ -453,6 +454,12 @@ type RunPage struct {
 	Invocations   []InvocationRow
 	Timeline      []Event
 	CanCancel     bool // the viewer holds run.cancel and the run can still end
+	// Grants are the session's browser task grants, shown to a viewer
+	// holding browser.grant.read; CanRevoke when it holds
+	// browser.grant.write.
+	Grants     []GrantRow
+	ShowGrants bool
+	CanRevoke  bool
 }
 
 // CancelURL is where the run page's cancel form posts.
@@ -637,3 +644,39 @@ type PushDevice struct {
 	Since string
 	Last  string // last accepted push, "" if none yet
 }
+
+// TaskGrantOffer is a browser.act card's offer (ADR-0129), as the approve
+// for task button words it.
+type TaskGrantOffer struct {
+	Origin     string
+	PathPrefix string
+	Minutes    int
+	Budget     int
+}
+
+// Scope is the site the offer covers, as one string.
+func (o TaskGrantOffer) Scope() string { return o.Origin + o.PathPrefix }
+
+// TaskGrantCard is what a browser.act card says about task grants: the
+// offer, whether the viewer may accept it, the grant an approval created,
+// and why the session's grant did not cover the action.
+type TaskGrantCard struct {
+	Offer      *TaskGrantOffer
+	CanGrant   bool // the viewer holds browser.grant.write
+	GrantID    string
+	NotCovered string // a sentence; "" when there is nothing to say
+}
+
+// GrantRow is one browser task grant of a run's session.
+type GrantRow struct {
+	ID       string
+	Scope    string // origin and path prefix
+	Status   string // active, expired, exhausted, revoked
+	Uses     int
+	Budget   int
+	UsesLeft int
+	TimeLeft string // "29m 10s"; "" once it no longer applies
+}
+
+// RevokeURL is where the run page's revoke form posts.
+func (g GrantRow) RevokeURL() string { return "/browser-grants/" + g.ID + "/revoke" }
