@@ -89,7 +89,14 @@ var testPrincipals = []principalSpec{
 	{"nobody", "acme", nil},
 	// viewer reads the queue and nothing else: no resolve, no run.read.
 	{"viewer", "acme", []string{"approval.read"}},
+	// gina may also accept browser task grant offers and revoke grants;
+	// gus is her twin in another tenant.
+	{"gina", "acme", concat(approverScopes, grantScopes, []string{"run.read"})},
+	{"gus", "globex", concat(approverScopes, grantScopes, []string{"run.read"})},
 }
+
+// grantScopes read and write browser task grants (ADR-0129).
+var grantScopes = []string{"browser.grant.read", "browser.grant.write"}
 
 func concat(lists ...[]string) []string {
 	var out []string
