@@ -65,6 +65,7 @@ const (
 	condConstructedProviderTarget
 	condTargetIsolated
 	condCommandOpaque
+	condBoundedBrowserScroll
 )
 
 func parseCondition(s string) (condition, bool) {
@@ -79,6 +80,8 @@ func parseCondition(s string) (condition, bool) {
 		return condTargetIsolated, true
 	case CondCommandOpaque:
 		return condCommandOpaque, true
+	case CondBoundedBrowserScroll:
+		return condBoundedBrowserScroll, true
 	}
 	return condNone, false
 }
