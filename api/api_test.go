@@ -49,6 +49,8 @@ func TestEveryEventTypeDecodesToItsPayload(t *testing.T) {
 		BrowserGrantCreatedPayload{GrantID: "g", ApprovalID: "x", Origin: "https://shop.example", PathPrefix: "/cart", Budget: 200, ExpiresAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), CreatedBy: "bob"},
 		BrowserGrantUsedPayload{GrantID: "g", InvocationID: "i", Uses: 1, Budget: 200},
 		BrowserGrantRevokedPayload{GrantID: "g", RevokedBy: "bob", Uses: 7},
+		ConsentRecordedPayload{ConsentID: "c", SessionID: "s", ToolName: "t", ArgumentsHash: "h", CreatedBy: "alice", ExpiresAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+		ConsentConsumedPayload{ConsentID: "c", ApprovalID: "x", InvocationID: "i", CreatedBy: "alice"},
 	}
 	if len(payloads) != len(payloadDecoders) {
 		t.Fatalf("%d payloads listed here, %d event types decode", len(payloads), len(payloadDecoders))

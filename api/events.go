@@ -191,6 +191,8 @@ var payloadDecoders = map[string]func(json.RawMessage) (EventPayload, error){
 	EventBrowserGrantCreated:  decodeAs[BrowserGrantCreatedPayload],
 	EventBrowserGrantUsed:     decodeAs[BrowserGrantUsedPayload],
 	EventBrowserGrantRevoked:  decodeAs[BrowserGrantRevokedPayload],
+	EventConsentRecorded:      decodeAs[ConsentRecordedPayload],
+	EventConsentConsumed:      decodeAs[ConsentConsumedPayload],
 }
 
 func decodeAs[P EventPayload](raw json.RawMessage) (EventPayload, error) {

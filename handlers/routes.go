@@ -64,6 +64,8 @@ func (s *Server) routes(e *echo.Echo) {
 
 	v1.GET("/sessions/:id/browser-grants", a.TaskGrantList, api.RequireScope(scopeGrantRead))
 	v1.POST("/browser-grants/:id/revoke", a.TaskGrantRevoke, api.RequireScope(scopeGrantWrite))
+	v1.POST("/sessions/:id/consents", a.ConsentRecord, api.RequireScope(scopeApprovalResolve))
+	v1.GET("/sessions/:id/consents", a.ConsentList, api.RequireScope(scopeApprovalRead))
 
 	v1.GET("/events", a.EventList, api.RequireScope(scopeRunRead))
 

@@ -18,7 +18,7 @@ import (
 var tableFiles = []string{
 	"runs.go", "invocations.go", "approvals.go", "events.go",
 	"console_sessions.go", "login_throttle.go", "policy_profiles.go", "notifications.go",
-	"push_subscriptions.go", "push_vapid_keys.go", "browser_task_grants.go",
+	"push_subscriptions.go", "push_vapid_keys.go", "browser_task_grants.go", "owner_consents.go",
 }
 
 // sqlStatement is how a statement constant's value starts.

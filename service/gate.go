@@ -204,7 +204,15 @@ func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, ru
 		if covered {
 			return s.authorizeByGrant(ctx, tx, lease, inv, g)
 		}
-		return s.park(ctx, tx, after, run, inv, rs)
+		c, consented, err := s.matchConsent(ctx, tx, run, rs, &inv)
+		if err != nil {
+			return res, err
+		}
+		parked, err := s.park(ctx, tx, after, run, inv, rs)
+		if err != nil || !consented {
+			return parked, err
+		}
+		return s.applyConsent(ctx, tx, after, inv, parked, c)
 	default:
 		return s.deny(ctx, tx, after, run, inv)
 	}
@@ -431,7 +439,9 @@ func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run a
 		return api.ProposeResult{}, err
 	}
 	s.queueStep(b, stepEvent)
-	s.queueNotification(b, after, pending, notify.KindRequested, now)
+	if inv.consentID == "" {
+		s.queueNotification(b, after, pending, notify.KindRequested, now)
+	}
 	queueNotify(b, run.TenantID)
 	s.queueStep(b, stepNotify)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {

@@ -174,7 +174,10 @@ type newInvocation struct {
 	taskGrantID string
 	// taskGrantNotCovered is why the session's grants did not cover it.
 	taskGrantNotCovered string
-	now                 time.Time
+	// consentID is the owner consent that satisfies its approval: the
+	// approval is recorded and resolved at once, never announced.
+	consentID string
+	now       time.Time
 }
 
 // row is the invocation as its insert writes it: what statements sent in

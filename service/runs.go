@@ -40,6 +40,10 @@ const runLockForApproval = `SELECT ` + runColumns + ` FROM runs
 // runSessionExists reports whether the tenant has a run in the session.
 const runSessionExists = `SELECT EXISTS (SELECT 1 FROM runs WHERE tenant_id = $1 AND session_id = $2)`
 
+// runSessionHasPrincipal reports whether principal $3 works a run of the
+// session.
+const runSessionHasPrincipal = `SELECT EXISTS (SELECT 1 FROM runs WHERE tenant_id = $1 AND session_id = $2 AND principal_id = $3)`
+
 // runClaim takes the oldest QUEUED run of a tenant, or a RUNNING one whose
 // lease expired, skipping rows another claimer holds, and leases it with the
 // next fencing token.
@@ -409,6 +413,16 @@ func runsSessionExists(ctx context.Context, db DBTX, tenantID, sessionID string)
 	var ok bool
 	if err := db.QueryRow(ctx, runSessionExists, tenantID, sessionID).Scan(&ok); err != nil {
 		return false, fmt.Errorf("session exists: %w", err)
+	}
+	return ok, nil
+}
+
+// runsSessionHasPrincipal reports whether principal works a run of the
+// tenant's session.
+func runsSessionHasPrincipal(ctx context.Context, db DBTX, tenantID, sessionID, principalID string) (bool, error) {
+	var ok bool
+	if err := db.QueryRow(ctx, runSessionHasPrincipal, tenantID, sessionID, principalID).Scan(&ok); err != nil {
+		return false, fmt.Errorf("session principal: %w", err)
 	}
 	return ok, nil
 }

@@ -34,6 +34,8 @@ type Service interface {
 	ResolveApprovalForTask(ctx context.Context, p engine.Principal, id, argumentsHash string, grant *engine.SiteScope, reason string) (service.ResolveOutcome, error)
 	ListTaskGrants(ctx context.Context, p engine.Principal, sessionID string) ([]api.BrowserTaskGrant, error)
 	RevokeTaskGrant(ctx context.Context, p engine.Principal, id string) (api.BrowserTaskGrant, error)
+	RecordConsent(ctx context.Context, p engine.Principal, sessionID string, in api.ConsentInput, viaConsole bool) (api.OwnerConsent, error)
+	ListConsents(ctx context.Context, p engine.Principal, sessionID string) ([]api.OwnerConsent, error)
 	ExpiringSoon(ctx context.Context, p engine.Principal, window time.Duration, limit int) ([]api.Approval, error)
 	ListEvents(ctx context.Context, p engine.Principal, f service.EventFilter) ([]api.Event, error)
 	EventWatermark(ctx context.Context, p engine.Principal) (string, error)
