@@ -152,3 +152,54 @@ func TestAPITaskGrants(t *testing.T) {
 		t.Fatalf("revoke: %d %v", st, body)
 	}
 }
+
+// Owner consent: the agent's own token cannot record one; the owner signed
+// in to the console records consent to one exact action on the run page,
+// and the agent's proposal of exactly it is resolved without a card.
+func TestBrowserOwnerConsent(t *testing.T) {
+	srv := startServer(t, serverOptions{})
+	a := startRun(t, srv.Client("alice"), nil)
+	args := `{"record": "42", "field": "status", "value": "won"}`
+	consents := fmt.Sprintf("%s/v1/sessions/%s/consents", srv.BaseURL, a.run.SessionID)
+	body := `{"tool_name": "demo.external_write", "arguments": ` + args + `}`
+	if st, _ := rawCall(t, "POST", consents, srv.Token("agent"), body); st != http.StatusForbidden {
+		t.Fatalf("agent records consent: %d, want 403", st)
+	}
+	if st, _ := rawCall(t, "POST", consents, srv.Token("alice"), body); st != http.StatusForbidden {
+		t.Fatalf("the session's own token records consent: %d, want 403", st)
+	}
+	if st, _ := rawCall(t, "POST", consents, srv.Token("carol"), body); st != http.StatusNotFound {
+		t.Fatalf("another tenant records consent: %d, want 404", st)
+	}
+	if st, _ := rawCall(t, "GET", consents, srv.Token("carol"), ""); st != http.StatusNotFound {
+		t.Fatalf("another tenant lists consents: %d, want 404", st)
+	}
+
+	ctx := newBrowser(t)
+	login(t, ctx, srv, "alice")
+	do(t, ctx, "record consent on the run page",
+		chromedp.Navigate(srv.BaseURL+"/runs/"+a.run.ID),
+		chromedp.WaitVisible(css(`[data-testid="consent-form"]`)),
+		chromedp.SendKeys(css(`[data-testid="consent-tool"]`), "demo.external_write"),
+		chromedp.SendKeys(css(`[data-testid="consent-arguments"]`), args),
+		chromedp.Click(css(`[data-testid="consent-submit"]`)),
+		chromedp.WaitVisible(css(`[data-testid="consent"][data-status="live"]`)),
+	)
+
+	req := parkingAction()
+	req.Arguments = map[string]any{"record": "42", "field": "status", "value": "won"}
+	res := a.propose(t, req)
+	if res.Decision != engine.DecisionRequireApproval || res.RunStatus != api.RunQueued {
+		t.Fatalf("consented proposal: %+v, want its approval resolved and the run queued", res)
+	}
+	st, ap := rawCall(t, "GET", srv.BaseURL+"/v1/approvals/"+res.ApprovalID, srv.Token("alice"), "")
+	if st != http.StatusOK || ap["status"] != "approved" || ap["resolved_by"] != "alice" || ap["resolution_reason"] != "owner_action" {
+		t.Fatalf("approval: %d %v", st, ap)
+	}
+	resumed := claim(t, a.c, a.run.ID)
+	rr, err := resumed.c.Resume(testContext(t), a.run.ID, res.InvocationID, resumed.lease,
+		api.ResumeInput{Arguments: req.Arguments, AgentVersion: a.run.AgentVersion})
+	if err != nil || !rr.Authorized {
+		t.Fatalf("resume: %+v, %v", rr, err)
+	}
+}

@@ -102,6 +102,7 @@ func (s *Server) consoleRoutes(e *echo.Echo) {
 	pages.GET("/runs/:id", cn.RunShow, console.RequireScope(scopeRunRead))
 	pages.POST("/runs/:id/cancel", cn.RunCancel, console.RequireScope(scopeRunCancel))
 	pages.POST("/browser-grants/:id/revoke", cn.GrantRevoke, console.RequireScope(scopeGrantWrite))
+	pages.POST("/sessions/:id/consents", cn.ConsentRecord, console.RequireScope(scopeApprovalResolve))
 	pages.GET("/policy", cn.PolicyShow, console.RequireScope(scopeRunRead))
 	pages.GET("/overview", cn.Overview, console.RequireScope(scopeApprovalRead))
 	pages.GET("/notifications", cn.Notifications, console.RequireScope(scopeApprovalRead))

@@ -33,6 +33,10 @@ func (cn *Console) RunShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	consents, err := cn.sessionConsents(c, run.SessionID)
+	if err != nil {
+		return err
+	}
 	page, err := cn.page(c, "", "Run")
 	if err != nil {
 		return err
@@ -53,6 +57,8 @@ func (cn *Console) RunShow(c echo.Context) error {
 		Grants:        grants,
 		ShowGrants:    showGrants,
 		CanRevoke:     hasScope(c, engine.ScopeGrantWrite),
+		Consents:      consents,
+		CanConsent:    hasScope(c, engine.ScopeApprovalResolve),
 	}
 	for _, inv := range invs {
 		m.Invocations = append(m.Invocations, templates.InvocationRow{

@@ -460,6 +460,23 @@ type RunPage struct {
 	Grants     []GrantRow
 	ShowGrants bool
 	CanRevoke  bool
+	// Consents are the session's owner consents; CanConsent shows the
+	// form to record one (the viewer holds approval.resolve).
+	Consents   []ConsentRow
+	CanConsent bool
+}
+
+// ConsentURL is where the run page's consent form posts.
+func (m RunPage) ConsentURL() string { return "/sessions/" + m.SessionID + "/consents" }
+
+// ConsentRow is one owner consent of a run's session.
+type ConsentRow struct {
+	Tool       string
+	Hash       string
+	By         string
+	Status     string // live, consumed, expired
+	ExpiresAt  string
+	ApprovalID string
 }
 
 // CancelURL is where the run page's cancel form posts.
