@@ -94,25 +94,7 @@ func (s *Service) RecordConsent(ctx context.Context, p engine.Principal, session
 // ListConsents lists a session's consents, newest first; a session with no
 // run in p's tenant is ErrNotFound.
 func (s *Service) ListConsents(ctx context.Context, p engine.Principal, sessionID string) ([]api.OwnerConsent, error) {
-	if err := requireScope(p, scopeApprovalRead); err != nil {
-		return nil, fmt.Errorf("service: list consents: %w", err)
-	}
-	switch ok, err := runsSessionExists(ctx, s.pool, p.TenantID, sessionID); {
-	case err != nil:
-		return nil, fmt.Errorf("service: list consents: %w", err)
-	case !ok:
-		return nil, fmt.Errorf("service: list consents: session: %w", ErrNotFound)
-	}
-	rows, err := consentsListSession(ctx, s.pool, p.TenantID, sessionID, maxGrantsListed)
-	if err != nil {
-		return nil, fmt.Errorf("service: list consents: %w", err)
-	}
-	now := s.now()
-	out := make([]api.OwnerConsent, 0, len(rows))
-	for _, c := range rows {
-		out = append(out, c.view(now))
-	}
-	return out, nil
+	return listSession(ctx, s, p, scopeApprovalRead, sessionID, consentsListSession, consentRow.view)
 }
 
 func (c consentRow) view(now time.Time) api.OwnerConsent {

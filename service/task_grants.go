@@ -17,9 +17,9 @@ import (
 // approvals carry an offer; a human with browser.grant.write accepts it
 // with approve_for_task; the single gate spends it.
 
-// maxGrantsListed bounds a session's grant list: a grant needs a human's
-// resolution each, so a session with more is not one anybody reads.
-const maxGrantsListed = 100
+// maxSessionListed bounds a session's grant and consent lists: each needs
+// a human's act, so a session with more is not one anybody reads.
+const maxSessionListed = 100
 
 // taskGrantOffer is the offer a parked invocation's approval carries: only
 // for browser.act, only when the engine asked for approval because of the
@@ -182,23 +182,34 @@ func (s *Service) createTaskGrant(ctx context.Context, tx pgx.Tx, a approvalRow,
 // first, with uses and time left as of now. A session with no run in the
 // tenant (another tenant's) is ErrNotFound.
 func (s *Service) ListTaskGrants(ctx context.Context, p engine.Principal, sessionID string) ([]api.BrowserTaskGrant, error) {
-	if err := requireScope(p, scopeGrantRead); err != nil {
-		return nil, fmt.Errorf("service: list task grants: %w", err)
+	return listSession(ctx, s, p, scopeGrantRead, sessionID, taskGrantsListSession, taskGrantRow.view)
+}
+
+// listSession lists what list reads of a session of p's tenant (at most
+// maxSessionListed, newest first) as view shows it now: scope first, then
+// ErrNotFound for a session with no run in the tenant, so another tenant's
+// session is not found whether or not it has rows.
+func listSession[R, V any](ctx context.Context, s *Service, p engine.Principal, scope, sessionID string,
+	list func(ctx context.Context, db DBTX, tenantID, sessionID string, limit int) ([]R, error),
+	view func(R, time.Time) V,
+) ([]V, error) {
+	if err := requireScope(p, scope); err != nil {
+		return nil, fmt.Errorf("service: list session: %w", err)
 	}
 	switch ok, err := runsSessionExists(ctx, s.pool, p.TenantID, sessionID); {
 	case err != nil:
-		return nil, fmt.Errorf("service: list task grants: %w", err)
+		return nil, fmt.Errorf("service: list session: %w", err)
 	case !ok:
-		return nil, fmt.Errorf("service: list task grants: session: %w", ErrNotFound)
+		return nil, fmt.Errorf("service: list session: %w", ErrNotFound)
 	}
-	rows, err := taskGrantsListSession(ctx, s.pool, p.TenantID, sessionID, maxGrantsListed)
+	rows, err := list(ctx, s.pool, p.TenantID, sessionID, maxSessionListed)
 	if err != nil {
-		return nil, fmt.Errorf("service: list task grants: %w", err)
+		return nil, fmt.Errorf("service: list session: %w", err)
 	}
 	now := s.now()
-	out := make([]api.BrowserTaskGrant, 0, len(rows))
-	for _, g := range rows {
-		out = append(out, g.view(now))
+	out := make([]V, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, view(r, now))
 	}
 	return out, nil
 }
