@@ -54,6 +54,7 @@ func TestBrowserApproveForTask(t *testing.T) {
 	if label = strings.Join(strings.Fields(label), " "); !strings.Contains(label, "200 actions on https://shop.example/cart within 30 minutes") {
 		t.Fatalf("approve for task button: %q", label)
 	}
+	screenshot(t, ctx, "card-task-grant.png", "")
 	do(t, ctx, "approve for task",
 		chromedp.Click(css(card+` [data-testid="approve-for-task"]`)),
 		chromedp.WaitVisible(css(card+` [data-testid="outcome"]`)),

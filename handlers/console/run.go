@@ -62,16 +62,17 @@ func (cn *Console) RunShow(c echo.Context) error {
 	}
 	for _, inv := range invs {
 		m.Invocations = append(m.Invocations, templates.InvocationRow{
-			ID:         inv.ID,
-			Step:       inv.StepNumber,
-			Tool:       inv.ToolName,
-			Summary:    inv.Summary,
-			Status:     inv.Status,
-			Decision:   string(inv.Decision.Decision),
-			ReasonCode: inv.Decision.ReasonCode,
-			Risk:       string(inv.Risk),
-			ApprovalID: inv.ApprovalID,
-			At:         inv.CreatedAt.UTC().Format(time.DateTime),
+			ID:          inv.ID,
+			Step:        inv.StepNumber,
+			Tool:        inv.ToolName,
+			Summary:     inv.Summary,
+			Status:      inv.Status,
+			Decision:    string(inv.Decision.Decision),
+			ReasonCode:  inv.Decision.ReasonCode,
+			Risk:        string(inv.Risk),
+			ApprovalID:  inv.ApprovalID,
+			TaskGrantID: inv.TaskGrantID,
+			At:          inv.CreatedAt.UTC().Format(time.DateTime),
 		})
 	}
 	return cn.render(c, http.StatusOK, templates.Run(m))

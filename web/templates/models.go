@@ -434,6 +434,8 @@ type InvocationRow struct {
 	Risk       string
 	ApprovalID string
 	At         string
+	// TaskGrantID is the browser task grant that authorized it, if any.
+	TaskGrantID string
 }
 
 // ApprovalURL is the page of the invocation's approval, if any.
