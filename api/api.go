@@ -48,6 +48,9 @@ type StatusRequest struct {
 type ResolveRequest struct {
 	Resolution engine.ApprovalResolutionType `json:"resolution"`
 	Reason     string                        `json:"reason,omitempty"`
+	// TaskGrant repeats the offer's origin and path prefix; accepted only
+	// with approve_for_task (ADR-0129), which requires it.
+	TaskGrant *engine.SiteScope `json:"task_grant,omitempty"`
 }
 
 // EventPage is GET /v1/events. Watermark is the opaque cursor to pass as

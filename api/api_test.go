@@ -47,6 +47,11 @@ func TestEveryEventTypeDecodesToItsPayload(t *testing.T) {
 		ApprovalVotedPayload{ApprovalID: "x", InvocationID: "i", ToolName: "t", Risk: engine.RiskCritical, VotedBy: "alice", Approvals: 1, Quorum: 2},
 		PolicyProfileLoadedPayload{PolicyVersion: "v", Profile: "default", LoadedBy: "r"},
 		CircuitBreakerPayload{ToolName: "t", ReasonCode: "r", Denials: 3},
+		BrowserGrantCreatedPayload{GrantID: "g", ApprovalID: "x", Origin: "https://shop.example", PathPrefix: "/cart", Budget: 200, ExpiresAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), CreatedBy: "bob"},
+		BrowserGrantUsedPayload{GrantID: "g", InvocationID: "i", Uses: 1, Budget: 200},
+		BrowserGrantRevokedPayload{GrantID: "g", RevokedBy: "bob", Uses: 7},
+		ConsentRecordedPayload{ConsentID: "c", SessionID: "s", ToolName: "t", ArgumentsHash: "h", CreatedBy: "alice", ExpiresAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+		ConsentConsumedPayload{ConsentID: "c", ApprovalID: "x", InvocationID: "i", CreatedBy: "alice"},
 	}
 	if len(payloads) != len(payloadDecoders) {
 		t.Fatalf("%d payloads listed here, %d event types decode", len(payloads), len(payloadDecoders))

@@ -90,6 +90,7 @@ type ActionAuthorizedPayload struct {
 	Decision      engine.PolicyDecisionType `json:"decision"`
 	PolicyVersion string                    `json:"policy_version"`
 	ApprovalID    string                    `json:"approval_id"`
+	TaskGrantID   string                    `json:"task_grant_id,omitempty"`
 }
 
 // ActionDeniedPayload is action.denied. PolicyVersion is set when the gate
@@ -203,6 +204,11 @@ var payloadDecoders = map[string]func(json.RawMessage) (EventPayload, error){
 	EventApprovalVoted:        decodeAs[ApprovalVotedPayload],
 	EventPolicyProfileLoaded:  decodeAs[PolicyProfileLoadedPayload],
 	EventCircuitBreakerTipped: decodeAs[CircuitBreakerPayload],
+	EventBrowserGrantCreated:  decodeAs[BrowserGrantCreatedPayload],
+	EventBrowserGrantUsed:     decodeAs[BrowserGrantUsedPayload],
+	EventBrowserGrantRevoked:  decodeAs[BrowserGrantRevokedPayload],
+	EventConsentRecorded:      decodeAs[ConsentRecordedPayload],
+	EventConsentConsumed:      decodeAs[ConsentConsumedPayload],
 }
 
 func decodeAs[P EventPayload](raw json.RawMessage) (EventPayload, error) {

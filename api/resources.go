@@ -103,6 +103,8 @@ type Invocation struct {
 	ApprovalID              string                  `json:"approval_id,omitempty"`
 	CreatedAt               time.Time               `json:"created_at"`
 	UpdatedAt               time.Time               `json:"updated_at"`
+	// TaskGrantID names the browser task grant that authorized it.
+	TaskGrantID string `json:"task_grant_id,omitempty"`
 }
 
 // WorkerDecision is a decision as the worker's routes show it. The
@@ -144,6 +146,9 @@ type ProposeResult struct {
 	RunStatus          string                    `json:"run_status"`
 	Result             *engine.DenialResult      `json:"result,omitempty"`
 	EffectiveArguments map[string]any            `json:"effective_arguments,omitempty"`
+	// TaskGrantID names the browser task grant that authorized the action
+	// (decision allow) in place of an approval.
+	TaskGrantID string `json:"task_grant_id,omitempty"`
 }
 
 // ResumeInput is what a worker re-presents at resume.
@@ -218,6 +223,13 @@ type Approval struct {
 	// names the profile rule that fired, so it stays off the wire (never
 	// the rule that fired) and only the console shows it.
 	PolicyExplanation string `json:"-"`
+
+	// The browser task grant fields (ADR-0129), browser.act only: the
+	// server's offer, the grant approve_for_task created, and why the
+	// session's grants did not cover the action.
+	TaskGrantOffer      *TaskGrantOffer `json:"task_grant_offer,omitempty"`
+	TaskGrantID         string          `json:"task_grant_id,omitempty"`
+	TaskGrantNotCovered string          `json:"task_grant_not_covered,omitempty"`
 }
 
 // ApprovalVote is one principal's vote on an approval with a quorum.

@@ -91,7 +91,14 @@ var testPrincipals = []principalSpec{
 	// viewer reads the queue and nothing else: no resolve, no run.read.
 	{"viewer", "acme", []string{"approval.read"}},
 	{"mcpagent", "acme", concat(runScopes, []string{"mcp.demo.use", "mcp.demo.write", "mcp.everything.use"})},
+	// gina may also accept browser task grant offers and revoke grants;
+	// gus is her twin in another tenant.
+	{"gina", "acme", concat(approverScopes, grantScopes, []string{"run.read"})},
+	{"gus", "globex", concat(approverScopes, grantScopes, []string{"run.read"})},
 }
+
+// grantScopes read and write browser task grants (ADR-0129).
+var grantScopes = []string{"browser.grant.read", "browser.grant.write"}
 
 func concat(lists ...[]string) []string {
 	var out []string

@@ -98,6 +98,8 @@ const (
 	LayerScope      Layer = "scope"
 	LayerAdvisory   Layer = "advisory"
 	LayerRevalidate Layer = "revalidation"
+	// LayerTaskGrant marks a class approval a browser task grant answered.
+	LayerTaskGrant Layer = "task_grant"
 )
 
 // PolicyDecision is the engine's answer. Explanation and RuleID go to the

@@ -181,6 +181,8 @@ func conditionHolds(c condition, a *ProposedAction, f *actionFacts) bool {
 			return a.SideEffect == SideEffectNetworkRead && a.Idempotency == IdempotencyReadOnly
 		}
 		return false
+	case condBoundedBrowserScroll:
+		return boundedBrowserScroll(a)
 	case condTargetIsolated:
 		// Only a sandbox is an isolated execution target; the flag on any
 		// other kind (in_process, device, ...) is a claim nothing backs.

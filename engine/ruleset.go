@@ -66,6 +66,7 @@ const (
 	condConstructedProviderTarget
 	condTargetIsolated
 	condCommandOpaque
+	condBoundedBrowserScroll
 )
 
 func parseCondition(s string) (condition, bool) {
@@ -80,6 +81,8 @@ func parseCondition(s string) (condition, bool) {
 		return condTargetIsolated, true
 	case CondCommandOpaque:
 		return condCommandOpaque, true
+	case CondBoundedBrowserScroll:
+		return condBoundedBrowserScroll, true
 	}
 	return condNone, false
 }

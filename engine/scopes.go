@@ -14,6 +14,8 @@ const (
 	ScopeRunCancel       = "run.cancel"
 	ScopeApprovalRead    = "approval.read"
 	ScopeApprovalResolve = "approval.resolve"
+	ScopeGrantRead       = "browser.grant.read"
+	ScopeGrantWrite      = "browser.grant.write"
 )
 
 // scopeVocabulary is the closed platform vocabulary: the seed's final count
@@ -29,7 +31,7 @@ var scopeVocabulary = []string{
 	"demo.write",
 	"knowledge.write",
 	"browser.profile.read", "browser.profile.write",
-	"browser.grant.read", "browser.grant.write",
+	ScopeGrantRead, ScopeGrantWrite,
 	"schedule.read", "schedule.write", "schedule.cancel",
 	"device.read", "device.write", "notification.read",
 	"memory.read",

@@ -19,6 +19,8 @@ const (
 	scopeRunCancel       = engine.ScopeRunCancel
 	scopeApprovalRead    = engine.ScopeApprovalRead
 	scopeApprovalResolve = engine.ScopeApprovalResolve
+	scopeGrantRead       = engine.ScopeGrantRead
+	scopeGrantWrite      = engine.ScopeGrantWrite
 )
 
 // pushSubscriptionsPath is where the console's script adds (POST) and
@@ -59,6 +61,11 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.GET("/approvals", a.ApprovalList, api.RequireScope(scopeApprovalRead))
 	v1.GET("/approvals/:id", a.ApprovalGet, api.RequireScope(scopeApprovalRead))
 	v1.POST("/approvals/:id/resolve", a.ApprovalResolve, api.RequireScope(scopeApprovalResolve))
+
+	v1.GET("/sessions/:id/browser-grants", a.TaskGrantList, api.RequireScope(scopeGrantRead))
+	v1.POST("/browser-grants/:id/revoke", a.TaskGrantRevoke, api.RequireScope(scopeGrantWrite))
+	v1.POST("/sessions/:id/consents", a.ConsentRecord, api.RequireScope(scopeApprovalResolve))
+	v1.GET("/sessions/:id/consents", a.ConsentList, api.RequireScope(scopeApprovalRead))
 
 	v1.GET("/events", a.EventList, api.RequireScope(scopeRunRead))
 
@@ -116,6 +123,8 @@ func (s *Server) consoleRoutes(e *echo.Echo) {
 	pages.GET("/history/export.json", cn.HistoryExportJSON, console.RequireScope(scopeApprovalRead))
 	pages.GET("/runs/:id", cn.RunShow, console.RequireScope(scopeRunRead))
 	pages.POST("/runs/:id/cancel", cn.RunCancel, console.RequireScope(scopeRunCancel))
+	pages.POST("/browser-grants/:id/revoke", cn.GrantRevoke, console.RequireScope(scopeGrantWrite))
+	pages.POST("/sessions/:id/consents", cn.ConsentRecord, console.RequireScope(scopeApprovalResolve))
 	pages.GET("/policy", cn.PolicyShow, console.RequireScope(scopeRunRead))
 	pages.GET("/overview", cn.Overview, console.RequireScope(scopeApprovalRead))
 	pages.GET("/notifications", cn.Notifications, console.RequireScope(scopeApprovalRead))

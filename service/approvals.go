@@ -31,16 +31,18 @@ const approvalColumns = `id::text, tenant_id, principal_id, run_id::text, sessio
        (SELECT r.agent_id FROM runs r WHERE r.id = approvals.run_id), quorum,
        (SELECT COALESCE(json_agg(json_build_object('principal_id', v.principal_id, 'resolution', v.resolution,
                'reason', v.reason, 'voted_at', v.voted_at) ORDER BY v.voted_at, v.principal_id), '[]')
-          FROM approval_votes v WHERE v.approval_id = approvals.id)`
+          FROM approval_votes v WHERE v.approval_id = approvals.id),
+       task_grant_offer, task_grant_not_covered,
+       COALESCE((SELECT g.id::text FROM browser_task_grants g WHERE g.approval_id = approvals.id), '')`
 
 const approvalInsert = `
 INSERT INTO approvals (id, tenant_id, principal_id, session_id, run_id, action_kind, action_id,
        tool_invocation_id, status, expires_at, created_at, action_summary, tool_name, side_effect,
        risk, risk_rank, arguments_view, argument_digests, policy_reason, policy_version,
        normalized_arguments_hash, requested_scopes, agent_version, origin_trust, argument_trust,
-       policy_explanation, quorum)
+       policy_explanation, quorum, task_grant_offer, task_grant_not_covered)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10, $11, $12, $13, $14, $15, $16, $17,
-        $18, $19, $20, $21, $22, $23, $24, $25, $26)
+        $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
 RETURNING ` + approvalColumns
 
 const approvalGet = `SELECT ` + approvalColumns + ` FROM approvals WHERE id = $1 AND tenant_id = $2`
@@ -209,7 +211,8 @@ func scanApproval(row pgx.Row) (approvalRow, error) {
 		&a.RevalidatedPolicyVersion, &a.Status, &a.Resolution,
 		&a.ResolvedBy, &a.ResolvedAt, &a.ResolutionReason, &a.ExpiresAt, &a.CreatedAt,
 		&a.NormalizedArgumentsHash, &a.RequestedScopes, &a.AgentVersion, &a.RiskRank,
-		&a.OriginTrust, &a.ArgumentTrust, &a.PolicyExplanation, &a.AgentID, &a.Quorum, &a.Votes)
+		&a.OriginTrust, &a.ArgumentTrust, &a.PolicyExplanation, &a.AgentID, &a.Quorum, &a.Votes,
+		&a.TaskGrantOffer, &a.TaskGrantNotCovered, &a.TaskGrantID)
 	a.ArgumentsHash = a.NormalizedArgumentsHash
 	return a, err
 }
@@ -229,7 +232,8 @@ func queueApprovalsInsert(b *pgx.Batch, a approvalRow, out *approvalRow) {
 		a.RunID, string(a.ActionKind), a.ActionID, inv, a.ExpiresAt, a.CreatedAt, a.ActionSummary,
 		a.ToolName, string(a.SideEffect), string(a.Risk), a.Risk.Rank(), a.Arguments, a.ArgumentDigests,
 		a.PolicyReason, a.PolicyVersion, a.NormalizedArgumentsHash, a.RequestedScopes, a.AgentVersion,
-		string(a.OriginTrust), a.ArgumentTrust, a.PolicyExplanation, max(a.Quorum, 1)).QueryRow(func(row pgx.Row) error {
+		string(a.OriginTrust), a.ArgumentTrust, a.PolicyExplanation, max(a.Quorum, 1), a.TaskGrantOffer,
+		a.TaskGrantNotCovered).QueryRow(func(row pgx.Row) error {
 		stored, err := scanApproval(row)
 		if isUniqueViolation(err) {
 			return fmt.Errorf("create approval: action_id already used: %w", ErrConflict)

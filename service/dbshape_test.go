@@ -19,6 +19,7 @@ var tableFiles = []string{
 	"runs.go", "invocations.go", "approvals.go", "approval_votes.go", "events.go",
 	"console_sessions.go", "login_throttle.go", "policy_profiles.go", "notifications.go",
 	"push_subscriptions.go", "push_vapid_keys.go", "console_oidc_logins.go",
+	"browser_task_grants.go", "owner_consents.go",
 }
 
 // sqlStatement is how a statement constant's value starts.

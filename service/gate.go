@@ -131,6 +131,7 @@ func storedProposal(run api.Run, lease api.Lease, req engine.ActionRequest, inv 
 		InvocationID: inv.ID,
 		ApprovalID:   inv.ApprovalID,
 		RunStatus:    run.Status,
+		TaskGrantID:  inv.TaskGrantID,
 	}
 	if inv.Decision.Decision == engine.DecisionDeny {
 		d := engine.Denial(inv.ToolName, inv.ReasonCode, missingFrom(inv.Action, run))
@@ -214,7 +215,22 @@ func (s *Service) propose(ctx context.Context, tx pgx.Tx, after *afterCommit, ru
 		res.EffectiveArguments = out.EffectiveArguments
 		return res, nil
 	case engine.DecisionRequireApproval:
-		return s.park(ctx, tx, after, run, inv, rs)
+		g, covered, err := s.spendTaskGrant(ctx, tx, run, &inv)
+		if err != nil {
+			return res, err
+		}
+		if covered {
+			return s.authorizeByGrant(ctx, tx, lease, inv, g)
+		}
+		c, consented, err := s.matchConsent(ctx, tx, run, rs, &inv)
+		if err != nil {
+			return res, err
+		}
+		parked, err := s.park(ctx, tx, after, run, inv, rs)
+		if err != nil || !consented {
+			return parked, err
+		}
+		return s.applyConsent(ctx, tx, after, inv, parked, c)
 	default:
 		return s.deny(ctx, tx, after, run, inv)
 	}
@@ -261,7 +277,7 @@ func (s *Service) authorize(ctx context.Context, tx pgx.Tx, b *pgx.Batch, inv in
 	})
 	if err := queueEvent(b, inv.TenantID, inv.RunID, now, api.ActionAuthorizedPayload{
 		InvocationID: inv.ID, ToolName: inv.ToolName, Decision: inv.Decision.Decision,
-		PolicyVersion: inv.PolicyVersion, ApprovalID: inv.ApprovalID,
+		PolicyVersion: inv.PolicyVersion, ApprovalID: inv.ApprovalID, TaskGrantID: inv.TaskGrantID,
 	}); err != nil {
 		return invocationRow{}, err
 	}
@@ -373,6 +389,7 @@ func (s *Service) approvalFor(run api.Run, inv newInvocation, row invocationRow,
 			PolicyReason: inv.out.Decision.ReasonCode, PolicyVersion: inv.out.Decision.PolicyVersion,
 			OriginTrust: a.OriginTrust, ArgumentTrust: trust, PolicyExplanation: inv.out.Decision.Explanation,
 			ExpiresAt: expires, CreatedAt: inv.now,
+			TaskGrantOffer: s.taskGrantOffer(run.TenantID, inv.out), TaskGrantNotCovered: inv.taskGrantNotCovered,
 		},
 		NormalizedArgumentsHash: row.NormalizedArgumentsHash,
 		RequestedScopes:         scopes,
@@ -441,7 +458,9 @@ func (s *Service) park(ctx context.Context, tx pgx.Tx, after *afterCommit, run a
 		return api.ProposeResult{}, err
 	}
 	s.queueStep(b, stepEvent)
-	s.queueNotification(b, after, pending, notify.KindRequested, now)
+	if inv.consentID == "" {
+		s.queueNotification(b, after, pending, notify.KindRequested, now)
+	}
 	queueNotify(b, run.TenantID)
 	s.queueStep(b, stepNotify)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {

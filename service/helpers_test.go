@@ -107,6 +107,7 @@ func testCatalog(t testing.TB) *engine.Catalog {
 		"payments.charge": {"customer", "amount_cents", "currency"}, "blog.publish": {"title", "body"}, "sandbox.exec": {"command"},
 		"package.install": {"manager", "package"}, "secrets.read": {"name"}, "device.sms.send": {"to", "body"},
 		"artifact.export": {"artifact_id", "destination"}, "memory.publish": {"key", "text"},
+		"browser.act": {"action", "url", "selector"},
 	}
 	spec := func(name string, kind engine.ActionKind, se engine.SideEffectClass, risk engine.RiskLevel, idem engine.IdempotencyClass, scopes ...string) engine.ToolSpec {
 		return engine.ToolSpec{Name: name, Version: "1.0.0", Kind: kind, SideEffect: se, Risk: risk, Idempotency: idem, RequiredScopes: scopes, Arguments: args[name]}
@@ -134,6 +135,7 @@ func testCatalog(t testing.TB) *engine.Catalog {
 		{Name: "web.fetch", Version: "1.0.0", Kind: tc, SideEffect: engine.SideEffectNetworkRead, Risk: engine.RiskLow,
 			Idempotency: engine.IdempotencyReadOnly, Target: engine.TargetWebProvider, Arguments: []string{"url"},
 			Roles: engine.ArgumentRoles{URLs: []string{"url"}}},
+		browserAct(spec("browser.act", tc, engine.SideEffectExternalWrite, engine.RiskHigh, engine.IdempotencyNonIdempotent)),
 	})
 	if err != nil {
 		t.Fatalf("catalog: %v", err)
@@ -156,6 +158,7 @@ type bundle struct {
 	owner  engine.Principal // submits runs and works them
 	human  engine.Principal // resolves approvals
 	notify *Notifications   // handed to every Service the bundle builds
+	sites  *engine.GrantSites
 }
 
 type setupOpts struct {
@@ -163,6 +166,8 @@ type setupOpts struct {
 	pool     *pgxpool.Pool
 	distinct bool
 	notify   *Notifications
+	policy   *rules.Set
+	sites    func(tenant string) *engine.GrantSites
 }
 
 func setup(t testing.TB, opts ...func(*setupOpts)) *bundle {
@@ -184,7 +189,13 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *bundle {
 	}
 	b.dir.put(b.owner)
 	b.dir.put(b.human)
-	b.policy = testSet(t, map[string]*engine.LoadedRuleset{"default": testRuleset(t, "default", "v1", nil, o.distinct)}, testCatalog(t))
+	b.policy = o.policy
+	if b.policy == nil {
+		b.policy = testSet(t, map[string]*engine.LoadedRuleset{"default": testRuleset(t, "default", "v1", nil, o.distinct)}, testCatalog(t))
+	}
+	if o.sites != nil {
+		b.sites = o.sites(tenant)
+	}
 	b.svc = b.newService(b.policy)
 	return b
 }
@@ -199,7 +210,7 @@ func withNotifications(n *Notifications) func(*setupOpts) {
 // directory, as a restarted process would.
 func (b *bundle) newService(policy *rules.Set) *Service {
 	b.t.Helper()
-	svc, err := New(b.ctx, Config{Pool: b.pool, Policy: policy, Principals: b.dir, Now: b.clock.Now, ReplicaID: "test", Notify: b.notify})
+	svc, err := New(b.ctx, Config{Pool: b.pool, Policy: policy, Principals: b.dir, Now: b.clock.Now, ReplicaID: "test", Notify: b.notify, GrantSites: b.sites})
 	if err != nil {
 		b.t.Fatalf("New: %v", err)
 	}
@@ -337,4 +348,12 @@ func testSet(t testing.TB, rulesets map[string]*engine.LoadedRuleset, cat *engin
 		t.Fatal(err)
 	}
 	return set
+}
+
+// browserAct gives the browser tool its fixed target and url argument, as
+// the built-in catalog does.
+func browserAct(s engine.ToolSpec) engine.ToolSpec {
+	s.Target = engine.TargetBrowserProvider
+	s.Roles = engine.ArgumentRoles{URLs: []string{"url"}}
+	return s
 }

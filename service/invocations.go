@@ -21,7 +21,7 @@ const (
 	invocationListColumns = `id::text, run_id::text, tenant_id, action_id::text, kind, tool_name, tool_version,
        summary, step_number, status, side_effect, risk, idempotency_class, origin_trust,
        normalized_arguments_hash, COALESCE(effective_arguments_hash, ''), decision, policy_version,
-       COALESCE(approval_id::text, ''), created_at, updated_at`
+       COALESCE(approval_id::text, ''), created_at, updated_at, COALESCE(task_grant_id::text, '')`
 	invocationColumns = invocationListColumns + `,
        arguments, effective_arguments, action, reason_code,
        COALESCE(authorized_worker_id, ''), COALESCE(authorized_fencing_token, 0)`
@@ -34,10 +34,10 @@ const invocationInsert = `
 INSERT INTO actions (id, run_id, tenant_id, action_id, kind, tool_name, tool_version, summary,
        step_number, status, arguments, normalized_arguments_hash, effective_arguments,
        effective_arguments_hash, action, decision, policy_version, side_effect, risk,
-       idempotency_class, origin_trust, reason_code, approval_id, created_at, updated_at, advisory)
+       idempotency_class, origin_trust, reason_code, approval_id, created_at, updated_at, advisory, task_grant_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
         CASE WHEN $10::text IN ('PROPOSED', 'WAITING_FOR_APPROVAL', 'DENIED') THEN $10::text END,
-        $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $24, $25)
+        $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $24, $25, $26)
 RETURNING ` + invocationColumns
 
 const invocationGetByAction = `SELECT ` + invocationColumns + `
@@ -153,7 +153,7 @@ func listFields(r *api.Invocation) []any {
 	return []any{&r.ID, &r.RunID, &r.TenantID, &r.ActionID, &r.Kind, &r.ToolName, &r.ToolVersion,
 		&r.Summary, &r.StepNumber, &r.Status, &r.SideEffect, &r.Risk, &r.Idempotency, &r.OriginTrust,
 		&r.NormalizedArgumentsHash, &r.EffectiveArgumentsHash, &r.Decision, &r.PolicyVersion,
-		&r.ApprovalID, &r.CreatedAt, &r.UpdatedAt}
+		&r.ApprovalID, &r.CreatedAt, &r.UpdatedAt, &r.TaskGrantID}
 }
 
 func scanInvocation(row pgx.Row) (invocationRow, error) {
@@ -181,7 +181,14 @@ type newInvocation struct {
 	status              string
 	out                 engine.GateOutcome
 	approvalID          string
-	now                 time.Time
+	// taskGrantID is the browser task grant that authorizes it, if any.
+	taskGrantID string
+	// taskGrantNotCovered is why the session's grants did not cover it.
+	taskGrantNotCovered string
+	// consentID is the owner consent that satisfies its approval: the
+	// approval is recorded and resolved at once, never announced.
+	consentID string
+	now       time.Time
 	// advisory is what the advisory layer said, when it was consulted.
 	advisory *advisoryRecord
 }
@@ -194,7 +201,7 @@ func (in newInvocation) row() invocationRow {
 		ID: in.id, RunID: in.runID, TenantID: in.tenantID, ActionID: in.req.ActionID, Kind: in.req.Kind,
 		ToolName: in.req.Name, Summary: in.req.Summary, StepNumber: int(in.req.StepNumber), Status: in.status,
 		NormalizedArgumentsHash: in.out.Action.NormalizedArgumentsHash, Decision: in.out.Decision,
-		PolicyVersion: in.out.Decision.PolicyVersion, ApprovalID: in.approvalID,
+		PolicyVersion: in.out.Decision.PolicyVersion, ApprovalID: in.approvalID, TaskGrantID: in.taskGrantID,
 	}}
 }
 
@@ -241,7 +248,8 @@ func queueInvocationsInsert(b *pgx.Batch, in newInvocation, out *invocationRow) 
 		string(in.req.Kind), in.req.Name, a.Version, in.req.Summary, in.req.StepNumber, in.status,
 		args, a.NormalizedArgumentsHash, effective, effectiveHash, action, decision,
 		in.out.Decision.PolicyVersion, string(a.SideEffect), string(a.Risk), string(a.Idempotency),
-		string(originTrust), in.out.Decision.ReasonCode, nullUUID(in.approvalID), in.now, advisory).QueryRow(func(row pgx.Row) error {
+		string(originTrust), in.out.Decision.ReasonCode, nullUUID(in.approvalID), in.now, advisory,
+		nullUUID(in.taskGrantID)).QueryRow(func(row pgx.Row) error {
 		r, err := scanInvocation(row)
 		if err != nil {
 			return fmt.Errorf("insert invocation: %w", err)

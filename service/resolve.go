@@ -34,14 +34,15 @@ const MaxReasonLength = 2000
 //     one's own action is always allowed);
 //   - ErrConflict: an approval of a run whose profile is not loaded here
 //     (the resolver rule cannot be checked; deny is still accepted);
-//   - ErrInvalid: approve_for_task (no task grants in 0.1) or an unknown
+//   - ErrInvalid: approve_for_task (only ResolveApprovalForTask, which the
+//     CLI and notifications never call, resolves with it) or an unknown
 //     resolution.
 //
 // An approval whose quorum is above one (the profile's approvals.quorum)
 // collects votes first (castVote): ResolveVoted while the approve votes
 // are below the quorum; each principal's vote counts once.
 func (s *Service) ResolveApproval(ctx context.Context, p engine.Principal, id string, resolution engine.ApprovalResolutionType, reason string) (ResolveOutcome, error) {
-	return s.resolveApproval(ctx, p, id, "", resolution, reason)
+	return s.resolveApproval(ctx, p, id, "", resolution, reason, nil)
 }
 
 // ResolveApprovalSeen is ResolveApproval bound to what the resolver saw:
@@ -53,16 +54,18 @@ func (s *Service) ResolveApprovalSeen(ctx context.Context, p engine.Principal, i
 	if argumentsHash == "" {
 		return ResolveOutcome{}, &InvalidError{Msg: "the arguments hash the resolver saw is missing"}
 	}
-	return s.resolveApproval(ctx, p, id, argumentsHash, resolution, reason)
+	return s.resolveApproval(ctx, p, id, argumentsHash, resolution, reason, nil)
 }
 
-func (s *Service) resolveApproval(ctx context.Context, p engine.Principal, id, seenHash string, resolution engine.ApprovalResolutionType, reason string) (ResolveOutcome, error) {
+// resolveApproval resolves with approve_for_task only when grant, the
+// offer the resolver repeats, is set (ResolveApprovalForTask).
+func (s *Service) resolveApproval(ctx context.Context, p engine.Principal, id, seenHash string, resolution engine.ApprovalResolutionType, reason string, grant *engine.SiteScope) (ResolveOutcome, error) {
 	if err := requireScope(p, scopeApprovalResolve); err != nil {
 		return ResolveOutcome{}, fmt.Errorf("service: resolve approval: %w", err)
 	}
 	switch {
-	case resolution == engine.ResolutionApproveForTask:
-		return ResolveOutcome{}, &InvalidError{Msg: "approve_for_task needs a task grant offer; none is offered"}
+	case resolution == engine.ResolutionApproveForTask && grant == nil:
+		return ResolveOutcome{}, &InvalidError{Msg: "approve_for_task is offered only on a browser.act card in the console or through the API, with task_grant"}
 	case !resolution.Valid():
 		return ResolveOutcome{}, &InvalidError{Msg: "resolution must be approve_once or deny"}
 	case len(reason) > MaxReasonLength:
@@ -79,6 +82,11 @@ func (s *Service) resolveApproval(ctx context.Context, p engine.Principal, id, s
 		}
 		if err := s.checkResolver(p, run, resolution); err != nil {
 			return err
+		}
+		if grant != nil {
+			if err := checkTaskGrantRequest(ctx, tx, p.TenantID, id, grant); err != nil {
+				return err
+			}
 		}
 		// The guarded update, and the invocation settle needs, in one
 		// round trip. An approval with a quorum refuses it until the
@@ -115,6 +123,11 @@ func (s *Service) resolveApproval(ctx context.Context, p engine.Principal, id, s
 				return fmt.Errorf("approval %s left pending past expiry: %w", a.ID, ErrConflict)
 			}
 			result, a = ResolveConflict, expired
+		}
+		if result == ResolveApplied && grant != nil {
+			if a, err = s.createTaskGrant(ctx, tx, a, now); err != nil {
+				return err
+			}
 		}
 		out = ResolveOutcome{Result: result, Approval: a.Approval}
 		if result != ResolveApplied {

@@ -37,6 +37,13 @@ const runLockForApproval = `SELECT ` + runColumns + ` FROM runs
  WHERE id = (SELECT run_id FROM approvals WHERE id = $1 AND tenant_id = $2) AND tenant_id = $2
    FOR UPDATE`
 
+// runSessionExists reports whether the tenant has a run in the session.
+const runSessionExists = `SELECT EXISTS (SELECT 1 FROM runs WHERE tenant_id = $1 AND session_id = $2)`
+
+// runSessionHasPrincipal reports whether principal $3 works a run of the
+// session.
+const runSessionHasPrincipal = `SELECT EXISTS (SELECT 1 FROM runs WHERE tenant_id = $1 AND session_id = $2 AND principal_id = $3)`
+
 // runClaim takes the oldest QUEUED run of a tenant, or a RUNNING one whose
 // lease expired, skipping rows another claimer holds, and leases it with the
 // next fencing token.
@@ -395,4 +402,27 @@ func runSnapshot(r api.Run) engine.RunSnapshot {
 // stampPrincipal is the run's principal as stamped at submission.
 func stampPrincipal(r api.Run) engine.Principal {
 	return engine.Principal{ID: r.PrincipalID, TenantID: r.TenantID, Scopes: r.PrincipalScopes}
+}
+
+// runsSessionExists reports whether a session is the tenant's: it has a
+// run there. A session of another tenant does not exist for it.
+func runsSessionExists(ctx context.Context, db DBTX, tenantID, sessionID string) (bool, error) {
+	if !engine.ValidUUID(sessionID) {
+		return false, nil
+	}
+	var ok bool
+	if err := db.QueryRow(ctx, runSessionExists, tenantID, sessionID).Scan(&ok); err != nil {
+		return false, fmt.Errorf("session exists: %w", err)
+	}
+	return ok, nil
+}
+
+// runsSessionHasPrincipal reports whether principal works a run of the
+// tenant's session.
+func runsSessionHasPrincipal(ctx context.Context, db DBTX, tenantID, sessionID, principalID string) (bool, error) {
+	var ok bool
+	if err := db.QueryRow(ctx, runSessionHasPrincipal, tenantID, sessionID, principalID).Scan(&ok); err != nil {
+		return false, fmt.Errorf("session principal: %w", err)
+	}
+	return ok, nil
 }

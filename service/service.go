@@ -51,6 +51,9 @@ type Config struct {
 	// enforce the layer and records its verdict, changing no decision
 	// (AGENT_POLICY_ADVISORY_OBSERVE_ENABLED).
 	AdvisoryObserve bool
+	// GrantSites are the operator's site scopes for browser task grants
+	// (CONSOLE_BROWSER_GRANT_SITES); nil: no approval carries an offer.
+	GrantSites *engine.GrantSites
 }
 
 // Service is the application layer every surface calls: API, console, CLI.
@@ -75,6 +78,10 @@ type Service struct {
 	failAfterStep func(step int) error
 	// onAuthorize observes every authorization. Set only in tests.
 	onAuthorize func(invocationID string)
+	// failAfterTaskGrant injects a failure after an approve_for_task
+	// resolution created its grant, inside the transaction. Set only in
+	// tests.
+	failAfterTaskGrant func() error
 	// onListening observes each LISTEN that took, with the backend's pid.
 	// Set only in tests.
 	onListening func(pid uint32)
@@ -231,6 +238,8 @@ const (
 	scopeApprovalRead    = engine.ScopeApprovalRead
 	scopeApprovalResolve = engine.ScopeApprovalResolve
 	scopeRunCancel       = engine.ScopeRunCancel
+	scopeGrantRead       = engine.ScopeGrantRead
+	scopeGrantWrite      = engine.ScopeGrantWrite
 )
 
 // requireScope is ErrForbidden unless p holds scope. It runs before any

@@ -35,7 +35,8 @@ type envConfig struct {
 	Advisory       advisoryEnv
 	// Getenv reads a variable a file names, such as the principals file's
 	// oidc.client_secret_env; secrets stay out of the files.
-	Getenv func(string) string
+	Getenv     func(string) string
+	GrantSites string // CONSOLE_BROWSER_GRANT_SITES
 }
 
 // loadEnvConfig reads the environment through getenv (os.Getenv), with
@@ -75,6 +76,7 @@ func loadEnvConfig(getenv func(string) string) envConfig {
 		StepUpWindow:   or("CONSOLE_STEP_UP_WINDOW", "10m"),
 		Getenv:         getenv,
 		Advisory:       loadAdvisoryEnv(getenv),
+		GrantSites:     getenv("CONSOLE_BROWSER_GRANT_SITES"),
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"gatehouse/auth"
+	"gatehouse/engine"
 	"gatehouse/handlers"
 	"gatehouse/handlers/console"
 	"gatehouse/internal/metrics"
@@ -62,7 +63,8 @@ type serveConfig struct {
 	// client secret.
 	getenv func(string) string
 	// advisory is the advisory layer's environment (advisor.go).
-	advisory advisoryEnv
+	advisory   advisoryEnv
+	grantSites string
 	// vapid is the Web Push key pair from the environment; empty: the
 	// pair stored in the database (generated on first start). Never a
 	// flag: a private key on a command line shows in the process list.
@@ -87,6 +89,7 @@ func parseServeConfig(env envConfig, args []string, stderr io.Writer) (serveConf
 	fs.StringVar(&cfg.allowedHosts, "allowed-hosts", env.AllowedHosts, "comma-separated further Host names to answer for, beyond the base URL's (CONSOLE_ALLOWED_HOSTS)")
 	fs.BoolVar(&cfg.trustXFF, "trust-x-forwarded-for", env.TrustXFF, "take the client address from X-Forwarded-For set by a proxy on a private network (CONSOLE_TRUST_XFF=1)")
 	fs.StringVar(&cfg.notifyFile, "notify", env.Notify, "notification channels and routes (CONSOLE_NOTIFY)")
+	fs.StringVar(&cfg.grantSites, "browser-grant-sites", env.GrantSites, "site scopes browser task grants may be offered for, per tenant (CONSOLE_BROWSER_GRANT_SITES)")
 	fs.DurationVar(&cfg.shutdownGrace, "shutdown-grace", 15*time.Second, "how long in-flight requests may finish at shutdown")
 	reaper := fs.String("reaper-interval", env.ReaperInterval, "expiry reaper period; 0 disables it here (CONSOLE_REAPER_INTERVAL)")
 	maxConns := fs.String("db-max-conns", env.DBMaxConns, "database pool size (CONSOLE_DB_MAX_CONNS)")
@@ -199,6 +202,8 @@ type serveInputs struct {
 	oidcSecret string
 	// mcp is the MCP gateway's configuration (CONSOLE_MCP), or nil.
 	mcp *mcpgw.Config
+	// grantSites are CONSOLE_BROWSER_GRANT_SITES's site scopes.
+	grantSites *engine.GrantSites
 }
 
 // loadServeInputs loads the policy, the principals and the cookie keys,
@@ -228,6 +233,9 @@ func loadServeInputs(cfg serveConfig) (serveInputs, error) {
 	}
 	if in.notify, err = loadNotify(cfg); err != nil {
 		return in, err
+	}
+	if in.grantSites, err = rules.LoadGrantSites(cfg.grantSites); err != nil {
+		return in, fmt.Errorf("loading browser grant sites: %w", err)
 	}
 	if cfg.demo {
 		// Minted per process and kept in memory: the demo agent is the only
@@ -268,6 +276,7 @@ func buildServer(ctx context.Context, cfg serveConfig, in serveInputs, pool *pgx
 		Notify:          notifications,
 		Advisor:         adv,
 		AdvisoryObserve: cfg.advisory.observe,
+		GrantSites:      in.grantSites,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting service: %w", err)

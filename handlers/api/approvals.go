@@ -61,7 +61,16 @@ func (h *Handlers) ApprovalResolve(c echo.Context) error {
 	if !in.Resolution.Valid() {
 		return httpx.Invalid(fmt.Sprintf("resolution must be one of %v", engine.ApprovalResolutionTypes()))
 	}
-	out, err := h.svc.ResolveApproval(c.Request().Context(), principal(c), c.Param("id"), in.Resolution, in.Reason)
+	var out service.ResolveOutcome
+	var err error
+	switch {
+	case in.Resolution == engine.ResolutionApproveForTask:
+		out, err = h.svc.ResolveApprovalForTask(c.Request().Context(), principal(c), c.Param("id"), "", in.TaskGrant, in.Reason)
+	case in.TaskGrant != nil:
+		return httpx.Invalid("task_grant is accepted only with approve_for_task")
+	default:
+		out, err = h.svc.ResolveApproval(c.Request().Context(), principal(c), c.Param("id"), in.Resolution, in.Reason)
+	}
 	if err != nil {
 		return err
 	}

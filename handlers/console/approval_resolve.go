@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"gatehouse/engine"
 	"gatehouse/handlers/internal/httpx"
 	"gatehouse/service"
 	"gatehouse/web/templates"
@@ -21,6 +22,9 @@ type resolveForm struct {
 	ArgumentsHash string `form:"arguments_hash"`
 	// Confirm is "critical" when the critical confirmation box was ticked.
 	Confirm string `form:"confirm"`
+	// The task grant offer the card showed, repeated by approve_for_task.
+	TaskGrantOrigin     string `form:"task_grant_origin"`
+	TaskGrantPathPrefix string `form:"task_grant_path_prefix"`
 }
 
 // ApprovalResolve approves or denies through the same service method as
@@ -33,9 +37,12 @@ func (cn *Console) ApprovalResolve(c echo.Context) error {
 	if err := bindForm(c, &f); err != nil {
 		return err
 	}
-	res, err := parseResolution(f.Resolution)
-	if err != nil {
-		return err
+	res := engine.ResolutionApproveForTask
+	if f.Resolution != string(res) {
+		var err error
+		if res, err = parseResolution(f.Resolution); err != nil {
+			return err
+		}
 	}
 	reason, err := denyReason(res, f.Preset, f.Reason)
 	if err != nil {
@@ -59,9 +66,15 @@ func (cn *Console) ApprovalResolve(c echo.Context) error {
 		return redirect(c, templates.StepUpURL(a.ID))
 	}
 	var out service.ResolveOutcome
-	if f.ArgumentsHash != "" {
+	switch {
+	case res == engine.ResolutionApproveForTask:
+		// The card's own button: the offer it showed, bound to the
+		// arguments it showed.
+		grant := engine.SiteScope{Origin: f.TaskGrantOrigin, PathPrefix: f.TaskGrantPathPrefix}
+		out, err = cn.svc.ResolveApprovalForTask(ctx, p, a.ID, f.ArgumentsHash, &grant, reason)
+	case f.ArgumentsHash != "":
 		out, err = cn.svc.ResolveApprovalSeen(ctx, p, a.ID, f.ArgumentsHash, res, reason)
-	} else {
+	default:
 		out, err = cn.svc.ResolveApproval(ctx, p, a.ID, res, reason)
 	}
 	if err != nil {

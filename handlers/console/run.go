@@ -29,6 +29,14 @@ func (cn *Console) RunShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	grants, showGrants, err := cn.sessionGrants(c, run.SessionID)
+	if err != nil {
+		return err
+	}
+	consents, err := cn.sessionConsents(c, run.SessionID)
+	if err != nil {
+		return err
+	}
 	page, err := cn.page(c, "", "Run")
 	if err != nil {
 		return err
@@ -46,19 +54,25 @@ func (cn *Console) RunShow(c echo.Context) error {
 		CreatedAt:     run.CreatedAt.UTC().Format(time.DateTime),
 		Timeline:      timelineView(evs),
 		CanCancel:     hasScope(c, engine.ScopeRunCancel) && !runEnded(run.Status),
+		Grants:        grants,
+		ShowGrants:    showGrants,
+		CanRevoke:     hasScope(c, engine.ScopeGrantWrite),
+		Consents:      consents,
+		CanConsent:    hasScope(c, engine.ScopeApprovalResolve),
 	}
 	for _, inv := range invs {
 		m.Invocations = append(m.Invocations, templates.InvocationRow{
-			ID:         inv.ID,
-			Step:       inv.StepNumber,
-			Tool:       inv.ToolName,
-			Summary:    inv.Summary,
-			Status:     inv.Status,
-			Decision:   string(inv.Decision.Decision),
-			ReasonCode: inv.Decision.ReasonCode,
-			Risk:       string(inv.Risk),
-			ApprovalID: inv.ApprovalID,
-			At:         inv.CreatedAt.UTC().Format(time.DateTime),
+			ID:          inv.ID,
+			Step:        inv.StepNumber,
+			Tool:        inv.ToolName,
+			Summary:     inv.Summary,
+			Status:      inv.Status,
+			Decision:    string(inv.Decision.Decision),
+			ReasonCode:  inv.Decision.ReasonCode,
+			Risk:        string(inv.Risk),
+			ApprovalID:  inv.ApprovalID,
+			TaskGrantID: inv.TaskGrantID,
+			At:          inv.CreatedAt.UTC().Format(time.DateTime),
 		})
 	}
 	return cn.render(c, http.StatusOK, templates.Run(m))

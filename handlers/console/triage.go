@@ -106,7 +106,7 @@ func denyReason(res engine.ApprovalResolutionType, preset, text string) (string,
 // confirmation box was ticked: the second, deliberate step is the
 // server's rule, not only the page's.
 func needsConfirmation(a api.Approval, res engine.ApprovalResolutionType, confirm string) error {
-	if a.Risk == engine.RiskCritical && res == engine.ResolutionApproveOnce && confirm != "critical" {
+	if a.Risk == engine.RiskCritical && res != engine.ResolutionDeny && confirm != "critical" {
 		return httpx.Invalid("Approving a critical action needs its confirmation box ticked.")
 	}
 	return nil

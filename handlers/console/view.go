@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -52,6 +53,7 @@ func cardView(a api.Approval, viewer engine.Principal, now time.Time, result ser
 		Reason:       a.ResolutionReason,
 	}
 	c.CardContent = cardContent(a, c.Arguments)
+	c.TaskGrantCard = taskGrantCard(a, viewer)
 	if a.ResolvedAt != nil {
 		c.ResolvedAt = dateTime(*a.ResolvedAt)
 	}
@@ -321,6 +323,16 @@ func timelineText(p api.EventPayload) string {
 		add("failure reason", p.FailureReason)
 	case api.RunFailedPayload:
 		add("failure reason", p.FailureReason)
+	case api.BrowserGrantCreatedPayload:
+		add("site", p.Origin+p.PathPrefix)
+		add("budget", strconv.Itoa(p.Budget))
+		add("created by", p.CreatedBy)
+	case api.BrowserGrantUsedPayload:
+		add("grant", p.GrantID)
+		add("uses", strconv.Itoa(p.Uses)+" of "+strconv.Itoa(p.Budget))
+	case api.BrowserGrantRevokedPayload:
+		add("grant", p.GrantID)
+		add("revoked by", p.RevokedBy)
 	}
 	return strings.Join(parts, " · ")
 }

@@ -214,6 +214,8 @@ type Card struct {
 	// approvers (issue 13): "1 of 2 approvals, by alice"; "" when one
 	// suffices.
 	Quorum string
+
+	TaskGrantCard
 }
 
 // CardContent is what a reviewer decides from beyond the action itself
@@ -449,6 +451,8 @@ type InvocationRow struct {
 	Risk       string
 	ApprovalID string
 	At         string
+	// TaskGrantID is the browser task grant that authorized it, if any.
+	TaskGrantID string
 }
 
 // ApprovalURL is the page of the invocation's approval, if any.
@@ -469,6 +473,29 @@ type RunPage struct {
 	Invocations   []InvocationRow
 	Timeline      []Event
 	CanCancel     bool // the viewer holds run.cancel and the run can still end
+	// Grants are the session's browser task grants, shown to a viewer
+	// holding browser.grant.read; CanRevoke when it holds
+	// browser.grant.write.
+	Grants     []GrantRow
+	ShowGrants bool
+	CanRevoke  bool
+	// Consents are the session's owner consents; CanConsent shows the
+	// form to record one (the viewer holds approval.resolve).
+	Consents   []ConsentRow
+	CanConsent bool
+}
+
+// ConsentURL is where the run page's consent form posts.
+func (m RunPage) ConsentURL() string { return "/sessions/" + m.SessionID + "/consents" }
+
+// ConsentRow is one owner consent of a run's session.
+type ConsentRow struct {
+	Tool       string
+	Hash       string
+	By         string
+	Status     string // live, consumed, expired
+	ExpiresAt  string
+	ApprovalID string
 }
 
 // CancelURL is where the run page's cancel form posts.
@@ -737,3 +764,39 @@ type Signal struct {
 	ID   string
 	Text string
 }
+
+// TaskGrantOffer is a browser.act card's offer (ADR-0129), as the approve
+// for task button words it.
+type TaskGrantOffer struct {
+	Origin     string
+	PathPrefix string
+	Minutes    int
+	Budget     int
+}
+
+// Scope is the site the offer covers, as one string.
+func (o TaskGrantOffer) Scope() string { return o.Origin + o.PathPrefix }
+
+// TaskGrantCard is what a browser.act card says about task grants: the
+// offer, whether the viewer may accept it, the grant an approval created,
+// and why the session's grant did not cover the action.
+type TaskGrantCard struct {
+	Offer      *TaskGrantOffer
+	CanGrant   bool // the viewer holds browser.grant.write
+	GrantID    string
+	NotCovered string // a sentence; "" when there is nothing to say
+}
+
+// GrantRow is one browser task grant of a run's session.
+type GrantRow struct {
+	ID       string
+	Scope    string // origin and path prefix
+	Status   string // active, expired, exhausted, revoked
+	Uses     int
+	Budget   int
+	UsesLeft int
+	TimeLeft string // "29m 10s"; "" once it no longer applies
+}
+
+// RevokeURL is where the run page's revoke form posts.
+func (g GrantRow) RevokeURL() string { return "/browser-grants/" + g.ID + "/revoke" }
