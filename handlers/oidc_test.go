@@ -430,3 +430,28 @@ func TestStepUpOIDCForCriticalApproval(t *testing.T) {
 		t.Fatalf("approve after the step-up: %d, status %s", r.Status, b.approvalOf(crit.ID).Status)
 	}
 }
+
+// Starting a sign-in needs no session and writes a row, so one client
+// address may start a burst of them and then one every few seconds; the
+// refusal says when to come back, and other addresses are not held up.
+func TestOIDCStartIsRateLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	b, _ := setupSSO(t)
+	hc := b.browser()
+	for i := range 10 {
+		if r := b.get(hc, "/login/oidc"); r.Status != http.StatusSeeOther {
+			t.Fatalf("start %d within the burst: %d", i+1, r.Status)
+		}
+	}
+	r := b.get(hc, "/login/oidc")
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("start past the burst: %d, Retry-After %q", r.Status, r.Header.Get("Retry-After"))
+	}
+	if r := b.get(hc, "/login/oidc", testPeerHeader, "10.200.0.1"); r.Status != http.StatusSeeOther {
+		t.Fatalf("another address: %d", r.Status)
+	}
+	b.clock.Advance(5 * time.Second)
+	if r := b.get(hc, "/login/oidc"); r.Status != http.StatusSeeOther {
+		t.Fatalf("after the refill: %d", r.Status)
+	}
+}

@@ -33,7 +33,7 @@ type Handlers struct {
 	svc     httpx.Service
 	dir     *auth.Directory
 	policy  *rules.Set
-	limiter *limiter
+	limiter *httpx.Limiter
 }
 
 // New builds the API's handlers.
@@ -42,7 +42,7 @@ func New(cfg Config) *Handlers {
 		svc:     cfg.Service,
 		dir:     cfg.Directory,
 		policy:  cfg.Policy,
-		limiter: newLimiter(cfg.RateLimit, cfg.Now),
+		limiter: httpx.NewLimiter(cfg.RateLimit, cfg.Now),
 	}
 }
 
@@ -91,12 +91,18 @@ func (h *Handlers) AuthenticateBearerOrDev(next echo.HandlerFunc) echo.HandlerFu
 	}
 }
 
+// RateLimit is a token bucket per principal.
+type RateLimit = httpx.RateLimit
+
+// DefaultRateLimit is generous: it stops a runaway loop, not a busy agent.
+var DefaultRateLimit = RateLimit{PerSecond: 50, Burst: 100}
+
 // LimitRate applies the principal's token bucket; it runs after
 // authentication so one agent's burst cannot starve another.
 func (h *Handlers) LimitRate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		p, _ := httpx.PrincipalOf(c)
-		if wait, ok := h.limiter.allow(p.TenantID + "/" + p.ID); !ok {
+		if wait, ok := h.limiter.Allow(p.TenantID + "/" + p.ID); !ok {
 			secs := int(wait.Round(time.Second) / time.Second)
 			c.Response().Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
 			return httpx.NewError(http.StatusTooManyRequests, httpx.CodeRateLimited, "rate limit exceeded; retry later")

@@ -21,6 +21,10 @@ import (
 	"gatehouse/web/templates"
 )
 
+// oidcStartLimit is how many sign-ins one client address may start: a
+// burst for a few people behind one address, then one every five seconds.
+var oidcStartLimit = httpx.RateLimit{PerSecond: 0.2, Burst: 10}
+
 // OIDCCallbackPath is where the identity provider sends the browser back;
 // the redirect URL registered at the provider ends with it.
 const OIDCCallbackPath = "/login/oidc/callback"
@@ -100,6 +104,10 @@ func (cn *Console) ssoButton(next string, stepUp bool) templates.SSOButton {
 func (cn *Console) OIDCStart(c echo.Context) error {
 	if cn.oidc == nil {
 		return httpx.NewError(http.StatusNotFound, httpx.CodeNotFound, "Single sign-on is not configured.")
+	}
+	if wait, ok := cn.oidcStarts.Allow(c.RealIP()); !ok {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(max(int(wait.Round(time.Second)/time.Second), 1)))
+		return httpx.NewError(http.StatusTooManyRequests, httpx.CodeRateLimited, "Too many sign-ins started from this address: wait a moment and try again.")
 	}
 	login := service.OIDCLogin{
 		Nonce:    randomToken(),

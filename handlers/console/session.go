@@ -63,6 +63,9 @@ type Console struct {
 	// action needs; zero turns the step-up off.
 	stepUpWindow time.Duration
 	mcpTools     func() []templates.MCPToolRow
+	// oidcStarts limits sign-ins started per client address: starting one
+	// needs no session and writes a row.
+	oidcStarts *httpx.Limiter
 }
 
 // Config wires the console; handlers.New fills it from its own Config
@@ -147,6 +150,7 @@ func New(cfg Config) *Console {
 		oidc:         cfg.OIDC,
 		stepUpWindow: window,
 		mcpTools:     cfg.MCPTools,
+		oidcStarts:   httpx.NewLimiter(oidcStartLimit, cfg.Now),
 	}
 }
 

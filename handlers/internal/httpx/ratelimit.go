@@ -1,22 +1,19 @@
-package api
+package httpx
 
 import (
 	"sync"
 	"time"
 )
 
-// RateLimit is a token bucket per principal.
+// RateLimit is a token bucket's refill rate and size.
 type RateLimit struct {
 	PerSecond float64
 	Burst     int
 }
 
-// DefaultRateLimit is generous: it stops a runaway loop, not a busy agent.
-var DefaultRateLimit = RateLimit{PerSecond: 50, Burst: 100}
-
-// limiter is a token bucket per key. Buckets idle long enough to be full
+// Limiter is a token bucket per key. Buckets idle long enough to be full
 // again are dropped, so the map stays as small as the set of active callers.
-type limiter struct {
+type Limiter struct {
 	rate  float64 // tokens per second
 	burst float64
 	now   func() time.Time
@@ -31,13 +28,14 @@ type bucket struct {
 	last   time.Time
 }
 
-func newLimiter(rl RateLimit, now func() time.Time) *limiter {
-	return &limiter{rate: rl.PerSecond, burst: float64(rl.Burst), now: now, buckets: map[string]*bucket{}}
+// NewLimiter makes a Limiter reading the clock now.
+func NewLimiter(rl RateLimit, now func() time.Time) *Limiter {
+	return &Limiter{rate: rl.PerSecond, burst: float64(rl.Burst), now: now, buckets: map[string]*bucket{}}
 }
 
-// allow takes a token from key's bucket; when none is left it says how long
+// Allow takes a token from key's bucket; when none is left it says how long
 // until one is.
-func (l *limiter) allow(key string) (time.Duration, bool) {
+func (l *Limiter) Allow(key string) (time.Duration, bool) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -57,7 +55,7 @@ func (l *limiter) allow(key string) (time.Duration, bool) {
 }
 
 // sweep drops full buckets at most once a minute.
-func (l *limiter) sweep(now time.Time) {
+func (l *Limiter) sweep(now time.Time) {
 	if now.Sub(l.swept) < time.Minute {
 		return
 	}
