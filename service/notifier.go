@@ -337,9 +337,9 @@ func (s *Service) send(ctx context.Context, ch notify.Channel, d claimedDelivery
 // who may act on a card now: a device of someone whose approval.resolve
 // was taken away gets nothing.
 func (s *Service) approverDevices(ctx context.Context, tenantID string) ([]notify.PushSubscription, error) {
-	rows, err := pushSubscriptionsListTenant(ctx, s.pool, tenantID)
+	rows, err := s.PushSubscriptions(ctx, tenantID)
 	if err != nil {
-		return nil, fmt.Errorf("push subscriptions: %w", err)
+		return nil, err
 	}
 	var out []notify.PushSubscription
 	for _, r := range rows {
@@ -357,7 +357,7 @@ func (s *Service) approverDevices(ctx context.Context, tenantID string) ([]notif
 // the delivery's outcome, so failures are only logged.
 func (s *Service) recordDevices(ctx context.Context, tenantID string, sent []notify.PushSubscription, gone []string, delivered bool) {
 	if len(gone) > 0 {
-		if err := pushSubscriptionsDeleteIDs(ctx, s.pool, tenantID, gone); err != nil {
+		if err := s.DeletePushSubscriptions(ctx, tenantID, gone); err != nil {
 			s.log.Warn("notifier: dropping gone push subscriptions", "err", err)
 		}
 	}
@@ -370,7 +370,7 @@ func (s *Service) recordDevices(ctx context.Context, tenantID string, sent []not
 			reached = append(reached, sub.ID)
 		}
 	}
-	if err := pushSubscriptionsMarkSucceeded(ctx, s.pool, tenantID, reached, s.now()); err != nil {
+	if err := s.MarkPushSubscriptionsSucceeded(ctx, tenantID, reached); err != nil {
 		s.log.Warn("notifier: stamping push subscriptions", "err", err)
 	}
 }
